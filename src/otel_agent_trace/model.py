@@ -1,0 +1,246 @@
+"""The normalized step model shared by the recorder and the analyzer.
+
+Everything here is plain data and pure functions, importable without the OpenTelemetry SDK:
+attribute names, the enums of outcomes, phases, error types and link relations, the normalized
+message model providers translate into, and the classification of a tool result. The recorder
+and the analyzer both import this module and never each other.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+# --- attribute names (our own, under agent_trace.) -------------------------------------------
+RUN_NAME = "agent_trace.run.name"
+RUN_IMPLICIT = "agent_trace.run.implicit"
+STEP_INDEX = "agent_trace.step.index"
+STEP_KIND = "agent_trace.step.kind"
+STEP_TOOL_CALLS = "agent_trace.step.tool_calls"
+CONTEXT_HASH = "agent_trace.context.hash"
+CONTEXT_MESSAGE_HASHES = "agent_trace.context.message_hashes"
+CONTEXT_MESSAGES = "agent_trace.context.messages"
+TOOL_OUTCOME = "agent_trace.tool.outcome"
+TOOL_SOURCE = "agent_trace.tool.source"  # "explicit" (decorator / dispatcher) | "inferred"
+LIFECYCLE_PHASE = "agent_trace.lifecycle.phase"
+ERROR_TYPE = "agent_trace.error.type"
+DEPENDS_ON = "agent_trace.depends_on"
+DEPENDS_ON_RELATIONS = "agent_trace.depends_on.relations"
+LINK_RELATION = "agent_trace.link.relation"
+LOOP_COUNT = "agent_trace.loop.count"
+
+# --- GenAI semantic convention names we write (semconv gen_ai.*) ------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_SYSTEM = "gen_ai.system"  # deprecated by provider.name; still read by Jaeger and peers
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+ERROR_TYPE_SEMCONV = "error.type"
+
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+STEP_SPAN_PREFIX = "agent_step"
+
+
+class Outcome(str, enum.Enum):
+    """What a tool execution produced (`agent_trace.tool.outcome`)."""
+
+    OK = "ok"
+    EXCEPTION = "exception"
+    ERROR_RESULT = "error_result"
+    EMPTY_RESULT = "empty_result"
+    TIMEOUT = "timeout"
+
+
+class Phase(str, enum.Enum):
+    """Error lifecycle phase (`agent_trace.lifecycle.phase`), after seed 001."""
+
+    ORIGIN = "origin"
+    PROPAGATE = "propagate"
+    RECOVERED = "recovered"
+    CRITICAL = "critical"
+
+
+class ErrorType(str, enum.Enum):
+    """`agent_trace.error.type`: an enum, never free text."""
+
+    TOOL_EXCEPTION = "tool_exception"
+    TOOL_ERROR_RESULT = "tool_error_result"
+    TOOL_EMPTY_RESULT = "tool_empty_result"
+    TOOL_TIMEOUT = "tool_timeout"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    UNKNOWN_TOOL = "unknown_tool"
+    LOOP_DETECTED = "loop_detected"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    FINAL_ANSWER_INVALID = "final_answer_invalid"
+    FABRICATED_VALUE = "fabricated_value"
+    CONTEXT_DROPPED = "context_dropped"
+    LLM_ERROR = "llm_error"
+    TRUNCATED_OUTPUT = "truncated_output"
+    # an exception left the agent's entrypoint / agent_run block
+    RUN_EXCEPTION = "run_exception"
+
+
+class Relation(str, enum.Enum):
+    """`agent_trace.link.relation` of a dependency link."""
+
+    DECIDED_BY = "decided_by"
+    CONSUMES = "consumes"
+    DATA = "data"
+    RESOURCE = "resource"
+    RETRY_OF = "retry_of"
+
+
+STRONG_RELATIONS = frozenset({Relation.DECIDED_BY.value, Relation.DATA.value, Relation.RESOURCE.value})
+
+OUTCOME_ERROR_TYPE = {
+    Outcome.EXCEPTION: ErrorType.TOOL_EXCEPTION,
+    Outcome.ERROR_RESULT: ErrorType.TOOL_ERROR_RESULT,
+    Outcome.EMPTY_RESULT: ErrorType.TOOL_EMPTY_RESULT,
+    Outcome.TIMEOUT: ErrorType.TOOL_TIMEOUT,
+}
+
+# Which bug kind (seed 000) an origin's error type points at, when nothing else says otherwise.
+BUG_CLASS_OF_ERROR = {
+    ErrorType.TOOL_EXCEPTION: "tool",
+    ErrorType.TOOL_ERROR_RESULT: "tool",
+    ErrorType.TOOL_EMPTY_RESULT: "tool",
+    ErrorType.TOOL_TIMEOUT: "tool",
+    ErrorType.LLM_ERROR: "tool",
+    ErrorType.INVALID_ARGUMENTS: "model_decision",
+    ErrorType.UNKNOWN_TOOL: "model_decision",
+    ErrorType.LOOP_DETECTED: "model_decision",
+    ErrorType.FABRICATED_VALUE: "model_decision",
+    ErrorType.FINAL_ANSWER_INVALID: "model_decision",
+    ErrorType.CONTEXT_DROPPED: "prompt",
+    ErrorType.TRUNCATED_OUTPUT: "prompt",
+}
+
+
+# --- normalized messages ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model requested: id, name and arguments (raw JSON text as sent)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a context, provider-neutral.
+
+    `content` is the text (parts joined); `tool_calls` the calls an assistant message carries;
+    `tool_call_id` the call a `tool` message answers.
+    """
+
+    role: str
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def canonical(self) -> dict[str, Any]:
+        """The dict that is hashed: equal for equivalent encodings of the same message."""
+        out: dict[str, Any] = {"role": self.role}
+        if self.content:
+            out["content"] = self.content
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": parse_json_or_text(c.arguments)}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+@dataclass
+class ChatRequest:
+    """What the model was asked: the decision-relevant part of a chat request."""
+
+    model: str | None
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # temperature, tool_choice, ...
+    stream: bool = False
+    provider: str = "openai"
+
+
+@dataclass
+class ChatResponse:
+    """What the model decided."""
+
+    model: str | None = None
+    id: str | None = None
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reasons: list[str] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+# --- tool result classification ---------------------------------------------------------------
+_EMPTY_TEXTS = frozenset({"", "[]", "{}", "null", "none", '""', "''"})
+
+
+def parse_json_or_text(text: Any) -> Any:
+    """Parse JSON text if it is JSON, else return it unchanged."""
+    if not isinstance(text, (str, bytes)):
+        return text
+    import orjson
+
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return text
+
+
+def classify_result(result: Any) -> Outcome:
+    """Outcome of a tool result value (a Python object or the text fed back to the model).
+
+    Empty: `[]`, `{}`, `null`, `""`. Error payload: `{"error": ...}` (non-empty),
+    `{"success": false, ...}`, `{"ok": false}`, or text starting with `Error`.
+    """
+    if isinstance(result, (str, bytes)):
+        text = result.decode("utf-8", "replace") if isinstance(result, bytes) else result
+        stripped = text.strip()
+        if stripped.lower() in _EMPTY_TEXTS:
+            return Outcome.EMPTY_RESULT
+        if stripped[:1] in "[{":
+            parsed = parse_json_or_text(stripped)
+            if not isinstance(parsed, str):
+                return classify_result(parsed)
+        head = stripped[:16].lower()
+        if head.startswith("error") or head.startswith("exception") or head.startswith("traceback"):
+            return Outcome.ERROR_RESULT
+        return Outcome.OK
+    if result is None:
+        return Outcome.EMPTY_RESULT
+    if isinstance(result, (list, tuple, set, dict)) and len(result) == 0:
+        return Outcome.EMPTY_RESULT
+    if isinstance(result, dict):
+        if result.get("error") not in (None, "", False, [], {}):
+            return Outcome.ERROR_RESULT
+        if result.get("success") is False or result.get("ok") is False:
+            return Outcome.ERROR_RESULT
+    return Outcome.OK
