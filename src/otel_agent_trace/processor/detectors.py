@@ -1,0 +1,304 @@
+"""Value detectors: find phone numbers, emails, cards, CN ids, IPs, IBANs and secrets in text.
+
+Why not one big regex: naive `re` over six alternated patterns costs ~4.4 ms per 8 KB (NOTES.md),
+because every position tries every alternative and the lookbehinds defeat `re`'s fast scan.
+Here each family is found by the cheapest anchor it has, then confirmed by a precise pattern on a
+short window and a validator (Luhn, ISO 7064 checksum, mod-97, `ipaddress`):
+
+- numbers (phones, cards, CN ids, IPv4): one candidate scan whose pattern starts with a character
+  class, so `re` skips to the next digit at C speed; the precise patterns only run inside the
+  (short) candidate runs;
+- emails and IPv6: only around each `@` / `:` found by `str.find`;
+- secrets: only when their literal prefix (`sk-`, `AKIA`, `eyJ`, `bearer`...) is `in` the text;
+- IBANs: a pattern starting with `[A-Z]`, so the fast scan stops only at capitals.
+
+The result is ~0.1 ms per 8 KB of new prose in pure Python (see bench/bench_redaction.py), so no
+compiled regex engine is needed; user rules (`rules.py`) run as given.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+PHONE = "PHONE"
+EMAIL = "EMAIL"
+CARD = "CARD"
+CN_ID = "CN_ID"
+IP = "IP"
+IBAN = "IBAN"
+SECRET = "SECRET"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One sensitive value: text[start:end] of a kind, with the normalized form its pseudonym hashes."""
+
+    start: int
+    end: int
+    kind: str
+    norm: str
+
+
+# --- validators -------------------------------------------------------------------------------
+def luhn_ok(digits: str) -> bool:
+    """Luhn checksum of a digit string (payment cards)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i & 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+_CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_CHECK = "10X98765432"
+
+
+def cn_id_ok(value: str) -> bool:
+    """GB 11643 check character of an 18-character resident id."""
+    if len(value) != 18 or not value[:17].isdigit():
+        return False
+    total = sum(int(c) * w for c, w in zip(value[:17], _CN_WEIGHTS))
+    return _CN_CHECK[total % 11] == value[17].upper()
+
+
+def iban_ok(value: str) -> bool:
+    """ISO 13616 mod-97 check of an IBAN without spaces."""
+    if not 15 <= len(value) <= 34:
+        return False
+    moved = value[4:] + value[:4]
+    try:
+        number = int("".join(str(int(c, 36)) for c in moved))
+    except ValueError:
+        return False
+    return number % 97 == 1
+
+
+# Issuer prefixes of the major card schemes: a bare Luhn check alone would hit 1 in 10 long
+# numbers (millisecond timestamps are 13 digits), the prefix keeps ids and timestamps intact.
+_CARD_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[0689]|6011|64[4-9]|65|62|35")
+
+
+def card_ok(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) is not None and luhn_ok(digits)
+
+
+# --- numbers ----------------------------------------------------------------------------------
+# Candidate runs: starts with a class (fast scan), separators are space . - ( ) / but not newline.
+_NUM_RUN = re.compile(r"[+(\d][\d \-.()/]{5,}[\dXx]")
+_NON_DIGIT = re.compile(r"\D")
+_NUM_PRECISE = re.compile(
+    r"""
+    (?P<cnid>(?<![\w.+-])[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\w-]))
+  | (?P<card>(?<![\w.+-])\d(?:[ -]?\d){12,18}(?![\w-]))
+  | (?P<ipv4>(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d))
+  | (?P<cnmob>(?<![\w.+-])(?:\(?\+?86\)?[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\w-]))
+  | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
+  | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
+    """,
+    re.X,
+)
+
+
+def _numbers(text: str, out: list[Found]) -> None:
+    precise = _NUM_PRECISE
+    size = len(text)
+    for run in _NUM_RUN.finditer(text):
+        start, end = run.span()
+        # lookbehinds see before `start`; give the lookaheads one character after the run
+        for m in precise.finditer(text, max(0, start - 1), min(size, end + 1)):
+            kind = m.lastgroup
+            value = m.group()
+            digits = _NON_DIGIT.sub("", value)
+            if kind == "cnid":
+                if cn_id_ok(value):
+                    out.append(Found(m.start(), m.end(), CN_ID, value.upper()))
+            elif kind == "card":
+                if card_ok(digits):
+                    out.append(Found(m.start(), m.end(), CARD, digits))
+            elif kind == "ipv4":
+                out.append(Found(m.start(), m.end(), IP, value))
+            elif kind == "cnmob":
+                out.append(Found(m.start(), m.end(), PHONE, digits[-11:]))
+            elif kind == "intl":
+                if 8 <= len(digits) <= 15:
+                    out.append(Found(m.start(), m.end(), PHONE, _intl_norm(digits)))
+            elif kind == "nanp":
+                out.append(Found(m.start(), m.end(), PHONE, "1" + digits))
+
+
+def _intl_norm(digits: str) -> str:
+    # +86 13812345678 and 13812345678 are the same person: one pseudonym
+    if digits.startswith("86") and len(digits) == 13:
+        return digits[2:]
+    return digits
+
+
+# --- emails -----------------------------------------------------------------------------------
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'")
+_EMAIL = re.compile(r"[\w.%+'-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![\w-])")
+
+
+def _emails(text: str, out: list[Found]) -> None:
+    at = text.find("@")
+    floor = 0
+    while at != -1:
+        start = at
+        while start > floor and at - start < 64 and text[start - 1] in _LOCAL_CHARS:
+            start -= 1
+        while start < at and text[start] in ".-'":  # a local part does not start with these
+            start += 1
+        m = _EMAIL.match(text, start) if start < at else None
+        if m is not None:
+            out.append(Found(m.start(), m.end(), EMAIL, m.group().lower()))
+            floor = m.end()
+            at = text.find("@", floor)
+        else:
+            at = text.find("@", at + 1)
+
+
+# --- IPv6 -------------------------------------------------------------------------------------
+_HEXCOLON = frozenset("0123456789abcdefABCDEF:")
+_V6 = re.compile(r"[0-9A-Fa-f:]{2,39}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?")
+
+
+def _ipv6(text: str, out: list[Found]) -> None:
+    i = text.find(":")
+    size = len(text)
+    while i != -1:
+        nxt = text[i + 1] if i + 1 < size else ""
+        if nxt not in _HEXCOLON or not nxt:
+            i = text.find(":", i + 1)
+            continue
+        start = i
+        while start > 0 and i - start < 40 and text[start - 1] in _HEXCOLON:
+            start -= 1
+        m = _V6.match(text, start)
+        end = i + 1
+        if m is not None:
+            end = m.end()
+            value = m.group().rstrip(":") if not m.group().endswith("::") else m.group()
+            before = text[start - 1] if start else ""
+            after = text[start + len(value)] if start + len(value) < size else ""
+            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_") and _is_v6(value):
+                out.append(Found(start, start + len(value), IP, value.lower()))
+                end = start + len(value)
+        i = text.find(":", max(end, i + 1))
+
+
+def _is_v6(value: str) -> bool:
+    # "12:30:45" is a time, not an address: require 8 groups or a "::" with >= 3 groups
+    groups = value.split("%")[0].split(":")
+    if "::" not in value and len(groups) < 8:
+        return False
+    if "::" in value and sum(1 for g in groups if g) < 2:
+        return False
+    try:
+        ipaddress.IPv6Address(value.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+# --- IBAN -------------------------------------------------------------------------------------
+_IBAN = re.compile(r"[A-Z]{2}\d\d(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+
+
+def _ibans(text: str, out: list[Found]) -> None:
+    for m in _IBAN.finditer(text):
+        s = m.start()
+        if s and (text[s - 1].isalnum() or text[s - 1] == "_"):
+            continue
+        value = m.group()
+        compact = value.replace(" ", "")
+        if iban_ok(compact):
+            out.append(Found(s, m.end(), IBAN, compact))
+
+
+# --- secrets ----------------------------------------------------------------------------------
+_SECRETS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
+    # (literal prefilters, prefilter on lower-cased text?, pattern)
+    (("sk-",), False, re.compile(r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*")),
+    (("AKIA", "ASIA"), False, re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    (("eyJ",), False, re.compile(r"eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]{4,}")),
+    (("gh",), False, re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})")),
+    (("AIza",), False, re.compile(r"AIza[0-9A-Za-z_-]{35}")),
+    (("xox",), False, re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
+    (("bearer",), True, re.compile(r"(?i)(?<=bearer)\s+(?=[\w\-.~+/]*\d)[\w\-.~+/]{16,}=*")),
+    (("key=", "key\":", "key\" :", "key:", "token=", "token\":", "token:", "secret", "password", "passwd", "pwd="),
+     True, re.compile(
+        r"(?i)(?<![\w-])(?:api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret"
+        r"|secret[_-]?key|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})")),
+)
+
+
+def _secrets(text: str, out: list[Found]) -> None:
+    lower: str | None = None
+    for literals, on_lower, pattern in _SECRETS:
+        if on_lower:
+            if lower is None:
+                lower = text.lower()
+                if len(lower) != len(text):  # non-ASCII case folding moved offsets
+                    lower = text
+            hay = lower
+        else:
+            hay = text
+        for lit in literals:
+            pos = hay.find(lit)
+            while pos != -1:
+                # confirm in a window around the literal: the text is not rescanned per literal
+                _confirm(text, pattern, max(0, pos - 24), pos, pos + len(lit) + 4096, out)
+                pos = hay.find(lit, pos + len(lit))
+
+
+def _confirm(text: str, pattern: re.Pattern[str], lo: int, at: int, hi: int, out: list[Found]) -> None:
+    group = "v" if "v" in pattern.groupindex else 0
+    for m in pattern.finditer(text, lo, hi):
+        s, e = m.span(group)
+        value = text[s:e]
+        stripped = value.lstrip()
+        s += len(value) - len(stripped)
+        value = stripped.rstrip()
+        if value:
+            out.append(Found(s, s + len(value), SECRET, value))
+        if e > at:
+            break  # the match of this occurrence: later ones are confirmed on their own
+
+
+# --- entry point ------------------------------------------------------------------------------
+Finder = Callable[[str, list], None]
+BUILTIN: dict[str, Finder] = {
+    "numbers": _numbers,
+    "emails": _emails,
+    "ipv6": _ipv6,
+    "ibans": _ibans,
+    "secrets": _secrets,
+}
+
+
+def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values()) -> list[Found]:
+    """All non-overlapping sensitive values of `text`, leftmost first, longest on ties."""
+    out: list[Found] = []
+    for finder in finders:
+        finder(text, out)
+    if len(out) < 2:
+        return out
+    out.sort(key=lambda f: (f.start, -f.end))
+    kept: list[Found] = []
+    last_end = -1
+    for f in out:
+        if f.start >= last_end:
+            kept.append(f)
+            last_end = f.end
+        elif f.end > last_end and kept:
+            # overlapping: extend the previous one so nothing of either leaks
+            prev = kept[-1]
+            kept[-1] = Found(prev.start, f.end, prev.kind, prev.norm)
+            last_end = f.end
+    return kept
