@@ -1,0 +1,49 @@
+"""Canonical JSON and the hashes of contexts and messages.
+
+What is hashed, exactly (docs/attributes.md repeats it):
+- a message: sha256 of the canonical JSON of `Message.canonical()` (role, text content, tool
+  calls with parsed arguments, tool_call_id, name); `agent_trace.context.message_hashes` holds the
+  first 16 hex digits of each;
+- a context: sha256 of the canonical JSON of `{"model", "messages": [full message hashes],
+  "tools": [tool definitions], "params": {decision-relevant parameters}}`.
+Canonical JSON = UTF-8, keys sorted, no whitespace (orjson OPT_SORT_KEYS). Hashing messages by
+their hashes keeps the context hash O(new bytes) to compute when messages are cached, and it is
+equal for equivalent encodings (a pydantic message object or a dict; string or parts content).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable
+
+import orjson
+
+from otel_agent_trace.model import Message
+
+SHORT = 16
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted-key compact JSON bytes; unknown objects fall back to `str`."""
+    return orjson.dumps(value, option=_OPTS, default=str)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def message_hash(message: Message) -> str:
+    """Full sha256 hex of one normalized message."""
+    return sha256_hex(canonical_json(message.canonical()))
+
+
+def context_hash(model: str | None, message_hashes: Iterable[str], tools: Any, params: dict[str, Any]) -> str:
+    """sha256 hex of the canonical context document (see module docstring)."""
+    doc = {"model": model, "messages": list(message_hashes), "tools": tools or [], "params": params or {}}
+    return sha256_hex(canonical_json(doc))
+
+
+def value_key(value: Any) -> str:
+    """A short stable key of any JSON-able value (loop detection, argument equality)."""
+    return sha256_hex(canonical_json(value))[:SHORT]

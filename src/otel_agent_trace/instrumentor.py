@@ -1,0 +1,99 @@
+"""`AgentTraceInstrumentor`: wiring only.
+
+Found by `opentelemetry-instrument` through the `opentelemetry_instrumentor` entry point
+`agent_trace`. It installs the recorder and registers wrapt post-import hooks, so no client
+library is imported by us: each patch is applied when (and if) the agent imports the library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Collection
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+
+from otel_agent_trace._failopen import log_once, safely
+from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.providers import openai as openai_provider
+from otel_agent_trace.recorder.core import Recorder, set_recorder
+from otel_agent_trace.recorder.runs import wrap_as_run
+from otel_agent_trace.tools.decorator import wrap_tool
+
+
+def _resolve(owner: Any, dotted: str) -> tuple[Any, str]:
+    """(object holding the attribute, attribute name) for `Class.method` or `function`."""
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    return owner, parts[-1]
+
+
+class AgentTraceInstrumentor(BaseInstrumentor):
+    """Records agent runs, decision steps and tool calls; see docs/configuration.md for keywords."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._patched_paths: list[tuple[Any, str, Any]] = []
+        self._active = False
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        # Every client library is optional: the patches wait for the agent to import one.
+        return ()
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer_provider = kwargs.pop("tracer_provider", None)
+        config = AgentTraceConfig.from_env(**kwargs)
+        set_recorder(Recorder(config, tracer_provider))
+        self._active = True
+        wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
+        for path in config.entrypoints:
+            self._hook_path(path, wrap_as_run)
+        for path in config.tools:
+            self._hook_path(path, wrap_tool)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        self._active = False
+        try:
+            module = importlib.import_module(openai_provider.MODULE) if _imported(openai_provider.MODULE) else None
+        except ImportError:
+            module = None
+        if module is not None:
+            for target, _ in openai_provider.TARGETS:
+                owner, attr = _resolve(module, target)
+                unwrap(owner, attr)
+        for owner, attr, original in reversed(self._patched_paths):
+            setattr(owner, attr, original)
+        self._patched_paths.clear()
+        set_recorder(None)
+
+    def _patch_openai(self, module: Any) -> None:
+        if not self._active:
+            return
+        for target, is_async in openai_provider.TARGETS:
+            wrapper = openai_provider.wrap_create_async if is_async else openai_provider.wrap_create_sync
+            safely(f"patch openai {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
+
+    def _hook_path(self, path: str, wrap: Callable[[Any], Any]) -> None:
+        """Wrap `module:attr.path` when `module` is imported (now, if it already is)."""
+        module_name, _, dotted = path.partition(":")
+        if not module_name or not dotted:
+            log_once(f"config {path!r}", ValueError(f"expected module:function, got {path!r}"))
+            return
+
+        def patch(module: Any) -> None:
+            if not self._active:
+                return
+            owner, attr = _resolve(module, dotted)
+            original = getattr(owner, attr)
+            setattr(owner, attr, wrap(original))
+            self._patched_paths.append((owner, attr, original))
+
+        wrapt.register_post_import_hook(lambda m: safely(f"patch {path}", patch, m), module_name)
+
+
+def _imported(name: str) -> bool:
+    import sys
+
+    return name in sys.modules

@@ -1,0 +1,209 @@
+"""Tool executions: `execute_tool {name}` spans, explicit or inferred, recorded once.
+
+Explicit: a tool surface (the `@tool` decorator, a wrapped dispatcher, later LangChain/MCP...)
+calls `start_tool` before the tool runs and `finish`/`fail` after; the span is current while the
+tool runs. Inferred: with zero code change, the `role: tool` message answering call id X in
+request N+1 is the result of the call X requested by response N; the span is written then, from
+the decision's end to the request's start. A call recorded explicitly is never inferred again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_agent_trace.model import (
+    ERROR_TYPE,
+    ERROR_TYPE_SEMCONV,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_TOOL_TYPE,
+    LIFECYCLE_PHASE,
+    OP_EXECUTE_TOOL,
+    OUTCOME_ERROR_TYPE,
+    STEP_INDEX,
+    TOOL_OUTCOME,
+    TOOL_SOURCE,
+    ChatRequest,
+    Outcome,
+    Phase,
+    Relation,
+    classify_result,
+    parse_json_or_text,
+)
+from otel_agent_trace.hashing import value_key
+from otel_agent_trace.recorder.core import Recorder
+from otel_agent_trace.recorder.links import Dependencies
+from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, ToolRecord
+
+
+class ToolInvocation:
+    """One explicit tool execution; `finish(result)` or `fail(exc)` ends it exactly once."""
+
+    def __init__(self, recorder: Recorder, run: RunState, span: trace.Span, name: str, call_id: str | None,
+                 arguments: str | None, step: StepState | None, retry_of: ToolRecord | None, pending: PendingCall | None):
+        self.recorder, self.run, self.span = recorder, run, span
+        self.name, self.call_id, self.arguments = name, call_id, arguments
+        self.step, self.retry_of, self.pending = step, retry_of, pending
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+        self._done = False
+
+    def finish(self, result: Any) -> None:
+        self._end(classify_result(result), result, None)
+
+    def fail(self, exc: BaseException) -> None:
+        outcome = Outcome.TIMEOUT if isinstance(exc, TimeoutError) else Outcome.EXCEPTION
+        self._end(outcome, None, exc)
+
+    def _end(self, outcome: Outcome, result: Any, exc: BaseException | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        otel_context.detach(self._token)
+        result_text = result if isinstance(result, str) or result is None else _json_text(result)
+        record = _close_tool_span(self.recorder, self.run, self.span, self.name, self.call_id, self.arguments,
+                                  outcome, result_text, exc, self.step, self.retry_of, "explicit", None)
+        if self.pending is not None:
+            self.pending.record = record
+
+
+def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, call_id: str | None = None) -> ToolInvocation:
+    """Open an explicit tool span, matched to the model's pending call when one fits."""
+    with run.lock:
+        arguments_text = arguments if isinstance(arguments, str) or arguments is None else _json_text(arguments)
+        pending = _match_pending(run, name, arguments_text, call_id)
+        if pending is not None:
+            call_id = pending.call.id
+        step = pending.step if pending is not None else run.open_step
+        span, retry_of = _open_tool_span(recorder, run, name, call_id, arguments_text, step, "explicit", None)
+        invocation = ToolInvocation(recorder, run, span, name, call_id, arguments_text, step, retry_of, pending)
+        if pending is not None:
+            # mark claimed now so a result message arriving meanwhile is not inferred twice
+            pending.record = ToolRecord(name, call_id, arguments_text, Outcome.OK, span.get_span_context(),
+                                        step.index if step else None, "explicit")
+    return invocation
+
+
+def infer_tool_results(recorder: Recorder, run: RunState, request: ChatRequest, deps: Dependencies) -> None:
+    """Record the tool results newly present in `request` and add its `consumes` edges."""
+    now = time.time_ns()
+    for message in request.messages:
+        if message.role != "tool" or not message.tool_call_id:
+            continue
+        call_id = message.tool_call_id
+        record = run.records_by_call_id.get(call_id)
+        pending = run.pending.get(call_id)
+        if record is None and pending is not None:
+            if pending.record is not None:
+                record = pending.record
+            else:
+                step = pending.step
+                start = step.decided_ns or now
+                span, retry_of = _open_tool_span(recorder, run, pending.call.name, call_id, pending.call.arguments,
+                                                 step, "inferred", start)
+                record = _close_tool_span(recorder, run, span, pending.call.name, call_id, pending.call.arguments,
+                                          classify_result(message.content or ""), message.content, None, step,
+                                          retry_of, "inferred", now)
+            run.records_by_call_id[call_id] = record
+        if record is not None and pending is not None:
+            run.pending.pop(call_id, None)
+            deps.add(record.span_context, Relation.CONSUMES)
+
+
+def _match_pending(run: RunState, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
+    if call_id and call_id in run.pending and run.pending[call_id].record is None:
+        return run.pending[call_id]
+    candidates = [p for p in run.pending.values() if p.record is None and p.call.name == name]
+    if not candidates:
+        return None
+    if arguments is not None:
+        wanted = value_key(parse_json_or_text(arguments))
+        for p in candidates:
+            if value_key(parse_json_or_text(p.call.arguments)) == wanted:
+                return p
+    return candidates[0]
+
+
+def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str | None, arguments: str | None,
+                    step: StepState | None, source: str, start_ns: int | None) -> tuple[trace.Span, ToolRecord | None]:
+    deps = Dependencies()
+    if step is not None:
+        deps.add(step.span.get_span_context(), Relation.DECIDED_BY)
+    retry_of = _failed_predecessor(run, name)
+    if retry_of is not None:
+        deps.add(retry_of.span_context, Relation.RETRY_OF)
+    attributes: dict[str, Any] = {
+        GEN_AI_OPERATION_NAME: OP_EXECUTE_TOOL,
+        GEN_AI_TOOL_NAME: name,
+        GEN_AI_TOOL_TYPE: "function",
+        TOOL_SOURCE: source,
+    }
+    if call_id:
+        attributes[GEN_AI_TOOL_CALL_ID] = call_id
+    if step is not None:
+        attributes[STEP_INDEX] = step.index
+    if recorder.config.capture_content and arguments is not None:
+        attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = recorder.clip(arguments)
+    attributes.update(deps.attributes())
+    parent = step.span if step is not None else run.span
+    span = recorder.tracer.start_span(
+        f"{OP_EXECUTE_TOOL} {name}",
+        context=trace.set_span_in_context(parent),
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        links=deps.links(),
+        start_time=start_ns,
+    )
+    return span, retry_of
+
+
+def _failed_predecessor(run: RunState, name: str) -> ToolRecord | None:
+    """The latest failed, not yet retried execution of the same tool: what this call retries."""
+    for record in reversed(run.records):
+        if record.name == name:
+            return record if record.outcome is not Outcome.OK and not record.retried else None
+    return None
+
+
+def _close_tool_span(recorder: Recorder, run: RunState, span: trace.Span, name: str, call_id: str | None,
+                     arguments: str | None, outcome: Outcome, result_text: str | None, exc: BaseException | None,
+                     step: StepState | None, retry_of: ToolRecord | None, source: str, end_ns: int | None) -> ToolRecord:
+    span.set_attribute(TOOL_OUTCOME, outcome.value)
+    if recorder.config.capture_content and result_text is not None:
+        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, recorder.clip(result_text))
+    if outcome is not Outcome.OK:
+        error_type = OUTCOME_ERROR_TYPE[outcome]
+        span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
+        span.set_attribute(ERROR_TYPE, error_type.value)
+        if exc is not None:
+            span.set_attribute(ERROR_TYPE_SEMCONV, type(exc).__qualname__)
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    elif retry_of is not None:
+        span.set_attribute(LIFECYCLE_PHASE, Phase.RECOVERED.value)
+    span.end(end_time=end_ns)
+    record = ToolRecord(name, call_id, arguments, outcome, span.get_span_context(),
+                        step.index if step else None, source)
+    with run.lock:
+        if retry_of is not None:
+            retry_of.retried = True
+        run.records.append(record)
+        if call_id:
+            run.records_by_call_id[call_id] = record
+    return record
+
+
+def _json_text(value: Any) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return str(value)

@@ -1,0 +1,175 @@
+"""A scripted, OpenAI-compatible Chat Completions server on loopback.
+
+It lets the demo and the tests drive the real `openai` client over real HTTP with no network and
+no model: each conversation is matched to a script by its first user message, and the reply to a
+request is the script's turn number <assistant messages already in the request>. A turn is a dict
+(`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
+`{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
+returning one. `stream: true` is answered with server-sent events, like the real API.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping, Sequence, Union
+
+Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
+
+
+class ScriptedOpenAIServer:
+    """`with ScriptedOpenAIServer({"refund order A1": [turn, ...]}) as server: server.base_url`."""
+
+    def __init__(self, scripts: Mapping[str, Sequence[Turn]], host: str = "127.0.0.1", port: int = 0,
+                 default: str = "I could not find a script for this conversation."):
+        self.scripts = dict(scripts)
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "ScriptedOpenAIServer":
+        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "ScriptedOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # --- scripting --------------------------------------------------------------------------
+    def turn_for(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages") or []
+        first_user = next((m.get("content") for m in messages if m.get("role") == "user"), "") or ""
+        if not isinstance(first_user, str):
+            first_user = json.dumps(first_user)
+        keys = [k for k in self.scripts if k in first_user]
+        if not keys:
+            return {"content": self.default}
+        script = self.scripts[max(keys, key=len)]
+        index = sum(1 for m in messages if m.get("role") == "assistant")
+        if index >= len(script):
+            return {"content": self.default}
+        turn = script[index]
+        return dict(turn(body) if callable(turn) else turn)
+
+
+def completion_body(turn: Mapping[str, Any], model: str, index: int, prompt_tokens: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.get("content")}
+    calls = _tool_calls(turn, index)
+    if calls:
+        message["tool_calls"] = calls
+    finish = turn.get("finish_reason") or ("tool_calls" if calls else "stop")
+    completion_tokens = max(1, len(json.dumps(message)) // 4)
+    return {
+        "id": f"chatcmpl-scripted-{index}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def _tool_calls(turn: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    calls = []
+    for i, call in enumerate(turn.get("tool_calls") or ()):
+        arguments = call.get("arguments", {})
+        calls.append({
+            "id": call.get("id") or f"call_{index}_{i}",
+            "type": "function",
+            "function": {"name": call["name"],
+                         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
+        })
+    return calls
+
+
+def stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same completion as a list of `chat.completion.chunk` objects (tool args split in two)."""
+    choice = body["choices"][0]
+    message = choice["message"]
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"], "model": body["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    for start in range(0, len(text), 16):
+        chunks.append(chunk({"content": text[start:start + 16]}))
+    for i, call in enumerate(message.get("tool_calls") or ()):
+        args = call["function"]["arguments"]
+        half = len(args) // 2
+        chunks.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                             "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+        chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    return chunks
+
+
+def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with server._lock:
+                server.requests.append(body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            turn = server.turn_for(body)
+            if turn.get("status"):
+                return self._json(int(turn["status"]), {"error": {"message": turn.get("error", "scripted error"),
+                                                                  "type": "server_error"}})
+            if turn.get("delay"):
+                time.sleep(float(turn["delay"]))
+            index = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+            prompt_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
+            completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
+            if body.get("stream"):
+                return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+            return self._json(200, completion)
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _sse(self, completion: dict[str, Any], include_usage: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            events = stream_chunks(completion)
+            if include_usage:
+                events.append({**events[-1], "choices": [], "usage": completion["usage"]})
+            for event in events:
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler

@@ -1,0 +1,114 @@
+"""The explicit tool surface for plain functions and dispatchers.
+
+`@otel_agent_trace.tool` (or `tool(name="...")`) records each call as an `execute_tool` span
+with its arguments and result, matched to the model's tool call so inference never records it
+again. `OTEL_AGENT_TRACE_TOOLS=module:function` wraps the same way by import path; a dispatcher
+(`dispatch(name, arguments)` or `dispatch(tool_call)`) is recognized by its arguments and records
+the tool it dispatches to. Outside a run the function is called untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, TypeVar, overload
+
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.recorder.core import get_recorder
+from otel_agent_trace.recorder.runs import current_run
+from otel_agent_trace.recorder.state import active_tool
+from otel_agent_trace.recorder.tools import ToolInvocation, start_tool
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__agent_trace_tool__"
+
+
+def _describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> tuple[str, Any, str | None]:
+    """(tool name, arguments, call id) of one call; dispatchers name the tool in their arguments."""
+    if name is None and args:
+        first = args[0]
+        function = getattr(first, "function", None) if not isinstance(first, dict) else first.get("function")
+        if function is not None:  # dispatch(tool_call) with an SDK object or dict
+            fname = function.get("name") if isinstance(function, dict) else getattr(function, "name", None)
+            fargs = function.get("arguments") if isinstance(function, dict) else getattr(function, "arguments", None)
+            call_id = first.get("id") if isinstance(first, dict) else getattr(first, "id", None)
+            if fname:
+                return fname, fargs, call_id
+        run = current_run()
+        if isinstance(first, str) and run is not None and any(p.call.name == first for p in run.pending.values()):
+            rest = args[1] if len(args) > 1 else kwargs
+            return first, rest, None
+    try:
+        bound = inspect.signature(func).bind_partial(*args, **kwargs)
+        arguments: Any = dict(bound.arguments)
+    except (TypeError, ValueError):
+        arguments = {"args": list(args), "kwargs": kwargs}
+    return name or getattr(func, "__name__", "tool"), arguments, None
+
+
+def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> ToolInvocation | None:
+    recorder = get_recorder()
+    run = current_run()
+    if not recorder.enabled or run is None or active_tool.get() is not None:
+        return None
+    tool_name, arguments, call_id = _describe_call(func, name, args, kwargs)
+    return start_tool(recorder, run, tool_name, arguments, call_id)
+
+
+def wrap_tool(func: F, name: str | None = None) -> F:
+    """Wrap `func` (sync or async) as a recorded tool; idempotent."""
+    if getattr(func, _MARK, False):
+        return func
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_tool(*args: Any, **kwargs: Any) -> Any:
+            invocation = safely("tool.begin", _begin, func, name, args, kwargs)
+            if invocation is None:
+                return await func(*args, **kwargs)
+            token = active_tool.set(invocation)
+            try:
+                result = await func(*args, **kwargs)
+            except BaseException as exc:
+                active_tool.reset(token)
+                safely("tool.fail", invocation.fail, exc)
+                raise
+            active_tool.reset(token)
+            safely("tool.finish", invocation.finish, result)
+            return result
+
+        setattr(async_tool, _MARK, True)
+        return async_tool  # type: ignore[return-value]
+
+    @functools.wraps(func)
+    def sync_tool(*args: Any, **kwargs: Any) -> Any:
+        invocation = safely("tool.begin", _begin, func, name, args, kwargs)
+        if invocation is None:
+            return func(*args, **kwargs)
+        token = active_tool.set(invocation)
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            active_tool.reset(token)
+            safely("tool.fail", invocation.fail, exc)
+            raise
+        active_tool.reset(token)
+        safely("tool.finish", invocation.finish, result)
+        return result
+
+    setattr(sync_tool, _MARK, True)
+    return sync_tool  # type: ignore[return-value]
+
+
+@overload
+def tool(func: F) -> F: ...
+@overload
+def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+
+
+def tool(func: Any = None, *, name: str | None = None) -> Any:
+    """Decorator: `@tool` or `@tool(name="lookup_order")`."""
+    if func is None:
+        return lambda f: wrap_tool(f, name)
+    return wrap_tool(func, name)
