@@ -56,6 +56,8 @@ class AgentTraceConfig:
     redact_rules: str | None = None
     sample_ratio: float = 1.0
     sampler_max_spans: int = 100_000
+    sampler_max_bytes: int = 64 * 1024 * 1024  # buffered span text, see docs/processor.md
+    sampler_decision_seconds: float = 300.0  # decide a trace whose local root has not ended by then
     replay: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -287,6 +287,11 @@ def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values()) -> list[Fo
     out: list[Found] = []
     for finder in finders:
         finder(text, out)
+    return merge(out)
+
+
+def merge(out: list[Found]) -> list[Found]:
+    """Sort by position and fuse overlaps, so every character of every match is replaced."""
     if len(out) < 2:
         return out
     out.sort(key=lambda f: (f.start, -f.end))

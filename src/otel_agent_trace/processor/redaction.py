@@ -1,0 +1,368 @@
+"""Value-level redaction of a finished span into keyed pseudonyms.
+
+A match becomes `[KIND:tag]`, tag = first 8 hex of HMAC-SHA256(key, kind:normalized value): equal
+values stay equal across spans (and across processes sharing `OTEL_AGENT_TRACE_REDACT_KEY`), so
+value-flow and loop detection still work on redacted traces. Without a key a random one is drawn
+per process: pseudonyms are then stable within a process only, and cannot be reversed by
+hashing guessed phone numbers.
+
+Contexts re-appear in every step, so results are cached by content (the string itself is the
+dict key; Python hashes it once) and long strings are split at newlines into ~1 KB chunks, so
+only text not seen before is scanned. JSON values (`gen_ai.input.messages`, tool arguments) are
+parsed and their leaf strings redacted one by one, so they stay valid JSON and a message seen in
+an earlier step costs one dict lookup.
+
+Never touched: non-string values (token counts, sizes, timestamps), and hex ids/hashes under the
+recorder's hash keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, Status
+
+from otel_agent_trace import model
+from otel_agent_trace.processor import detectors
+from otel_agent_trace.processor.rules import Rules
+
+REDACTION_COUNT = "agent_trace.redaction.count"
+FAILED = "[REDACTED:ERROR]"
+_log = logging.getLogger(__name__)
+
+# Values under these keys are hex ids / hashes written by the recorder: left intact when they
+# look like that (a non-hex value there is scanned like any other).
+HEX_KEYS = frozenset({model.CONTEXT_HASH, model.CONTEXT_MESSAGE_HASHES, model.DEPENDS_ON})
+_HEXLIKE = re.compile(r"[0-9a-fA-F]{8,128}")
+# Enum-valued keys: nothing to find, skip the scan.
+ENUM_KEYS = frozenset({
+    model.LIFECYCLE_PHASE, model.ERROR_TYPE, model.TOOL_OUTCOME, model.STEP_KIND, model.LINK_RELATION,
+    model.DEPENDS_ON_RELATIONS, model.GEN_AI_OPERATION_NAME, model.TOOL_SOURCE,
+})
+_CHUNK = 1024
+_LONG = 4 * _CHUNK
+
+
+class RedactedSpan(ReadableSpan):
+    """A copy of a finished span with redacted content; keeps the original's dropped counts."""
+
+    def __init__(self, original: ReadableSpan, **changes: Any) -> None:
+        super().__init__(
+            name=changes.get("name", original.name),
+            context=original.context,
+            parent=original.parent,
+            resource=changes.get("resource", original.resource),
+            attributes=changes.get("attributes", original.attributes),
+            events=changes.get("events", original.events),
+            links=changes.get("links", original.links),
+            kind=original.kind,
+            instrumentation_info=getattr(original, "_instrumentation_info", None),
+            status=changes.get("status", original.status),
+            start_time=original.start_time,
+            end_time=original.end_time,
+            instrumentation_scope=original.instrumentation_scope,
+        )
+        self._dropped = (original.dropped_attributes, original.dropped_events, original.dropped_links)
+
+    @property
+    def dropped_attributes(self) -> int:
+        return self._dropped[0]
+
+    @property
+    def dropped_events(self) -> int:
+        return self._dropped[1]
+
+    @property
+    def dropped_links(self) -> int:
+        return self._dropped[2]
+
+
+def with_attributes(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
+    """`span` with attributes added (our own copies are changed in place)."""
+    if isinstance(span, RedactedSpan) and isinstance(span._attributes, dict):
+        span._attributes.update(extra)
+        return span
+    attrs = dict(span.attributes or {})
+    attrs.update(extra)
+    return RedactedSpan(span, attributes=attrs)
+
+
+class Redactor:
+    """Finds and pseudonymizes sensitive values in strings, JSON and whole spans. Thread-safe."""
+
+    def __init__(
+        self,
+        key: str | bytes | None = None,
+        rules: Rules | None = None,
+        cache_chars: int = 32 * 1024 * 1024,
+        scanner: Any = None,
+    ) -> None:
+        if key is None:
+            key = os.urandom(32)
+        self._key = key.encode() if isinstance(key, str) else bytes(key)
+        self.rules = rules or Rules()
+        self._scan = scanner or detectors.find_all
+        self._cache: dict[str, tuple[str, int]] = {}
+        self._cache_chars = 0
+        self._cache_limit = cache_chars
+        self._resources: dict[int, tuple[Resource, Resource]] = {}
+        self._lock = threading.Lock()
+
+    # --- strings ------------------------------------------------------------------------------
+    def pseudonym(self, kind: str, norm: str) -> str:
+        tag = hmac.new(self._key, f"{kind}:{norm}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:8]
+        return f"[{kind}:{tag}]"
+
+    def text(self, s: str) -> tuple[str, int]:
+        """Redacted text and number of replacements; cached by content."""
+        if len(s) < 6:
+            return s, 0
+        hit = self._cache.get(s)
+        if hit is not None:
+            return hit
+        if len(s) > _LONG:
+            result = self._long(s)
+        else:
+            result = self._scan_text(s)
+        self._remember(s, result)
+        return result
+
+    def _long(self, s: str) -> tuple[str, int]:
+        # chunks end at a newline: no detected value spans a newline, and earlier steps'
+        # chunks come back from the cache
+        parts: list[str] = []
+        count = 0
+        start = 0
+        size = len(s)
+        while start < size:
+            cut = s.find("\n", start + _CHUNK)
+            end = size if cut == -1 else cut + 1
+            chunk = s[start:end]
+            hit = self._cache.get(chunk)
+            if hit is None:
+                hit = self._scan_text(chunk)
+                self._remember(chunk, hit)
+            parts.append(hit[0])
+            count += hit[1]
+            start = end
+        return "".join(parts), count
+
+    def _scan_text(self, s: str) -> tuple[str, int]:
+        found = self._scan(s)
+        if self.rules.values:
+            found = list(found)
+            for rule in self.rules.values:
+                for m in rule.pattern.finditer(s):
+                    if m.end() > m.start():
+                        found.append(detectors.Found(m.start(), m.end(), rule.name, m.group()))
+            found = detectors.merge(found)
+        if not found:
+            return s, 0
+        out: list[str] = []
+        pos = 0
+        for f in found:
+            out.append(s[pos:f.start])
+            out.append(self.pseudonym(f.kind, f.norm))
+            pos = f.end
+        out.append(s[pos:])
+        return "".join(out), len(found)
+
+    def _remember(self, s: str, result: tuple[str, int]) -> None:
+        with self._lock:
+            if self._cache_chars + len(s) > self._cache_limit:
+                self._cache.clear()  # generational reset: cheap, and the next step refills it
+                self._cache_chars = 0
+            self._cache[s] = result
+            self._cache_chars += len(s)
+
+    # --- values -------------------------------------------------------------------------------
+    def value(self, key: str, v: Any) -> tuple[Any, int]:
+        """Redacted attribute value; non-strings are returned as they are."""
+        if isinstance(v, str):
+            return self._string_value(key, v)
+        if isinstance(v, (list, tuple)) and v and any(isinstance(x, str) for x in v):
+            total = 0
+            out = []
+            for x in v:
+                if isinstance(x, str):
+                    x, n = self._string_value(key, x)
+                    total += n
+                out.append(x)
+            return (tuple(out) if total else v), total
+        return v, 0
+
+    def _string_value(self, key: str, s: str) -> tuple[str, int]:
+        try:
+            if key in ENUM_KEYS:
+                return s, 0
+            if key in HEX_KEYS and _HEXLIKE.fullmatch(s):
+                return s, 0
+            kind = self.rules.key_kind(key)
+            if kind is not None:
+                return (self.pseudonym(kind, s), 1) if s else (s, 0)
+            head = s[:1]
+            if head in ("{", "[") or (head.isspace() and s.lstrip()[:1] in ("{", "[")):
+                red = self._json(s)
+                if red is not None:
+                    return red
+            return self.text(s)
+        except Exception:  # fail closed for this value: drop it rather than leak it
+            _log_once("redaction of one value failed; the value was replaced")
+            return FAILED, 1
+
+    def _json(self, s: str, depth: int = 0) -> tuple[str, int] | None:
+        hit = self._cache.get(s)
+        if hit is not None:
+            return hit
+        try:
+            doc = orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return None  # truncated or not JSON: scanned as text
+        doc, n = self._walk(doc, depth)
+        result = (orjson.dumps(doc).decode() if n else s), n
+        self._remember(s, result)
+        return result
+
+    def _walk(self, node: Any, depth: int) -> tuple[Any, int]:
+        if isinstance(node, str):
+            if depth < 3 and node[:1] in ("{", "["):
+                red = self._json(node, depth + 1)
+                if red is not None:
+                    return red
+            return self.text(node)
+        if isinstance(node, list):
+            total = 0
+            for i, item in enumerate(node):
+                new, n = self._walk(item, depth)
+                if n:
+                    node[i] = new
+                    total += n
+            return node, total
+        if isinstance(node, dict):
+            total = 0
+            for k, item in node.items():
+                kind = self.rules.key_kind(k) if isinstance(k, str) else None
+                if kind is not None and item not in (None, "", [], {}):
+                    raw = item if isinstance(item, str) else orjson.dumps(item).decode()
+                    node[k] = self.pseudonym(kind, raw)
+                    total += 1
+                    continue
+                new, n = self._walk(item, depth)
+                if n:
+                    node[k] = new
+                    total += n
+            return node, total
+        return node, 0
+
+    def attributes(self, attrs: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
+        """Redacted copy of an attribute mapping (None when nothing changed)."""
+        if not attrs:
+            return None, 0
+        out: dict[str, Any] | None = None
+        total = 0
+        for k, v in attrs.items():
+            new, n = self.value(k, v)
+            if n:
+                if out is None:
+                    out = dict(attrs)
+                out[k] = new
+                total += n
+        return out, total
+
+    # --- spans --------------------------------------------------------------------------------
+    def resource(self, resource: Resource) -> Resource:
+        """Redacted resource, computed once per resource object."""
+        hit = self._resources.get(id(resource))
+        if hit is not None and hit[0] is resource:
+            return hit[1]
+        attrs, n = self.attributes(resource.attributes)
+        red = Resource(attrs, resource.schema_url) if n else resource
+        with self._lock:
+            if len(self._resources) > 64:
+                self._resources.clear()
+            self._resources[id(resource)] = (resource, red)
+        return red
+
+    def span(self, span: ReadableSpan) -> ReadableSpan:
+        """The span with every string it carries redacted, `agent_trace.redaction.count` set."""
+        changes: dict[str, Any] = {}
+        total = 0
+        name, n = self.text(span.name)
+        if n:
+            changes["name"] = name
+            total += n
+        attrs, n = self.attributes(span.attributes)
+        total += n
+        if span.events:
+            events = []
+            changed = False
+            for e in span.events:
+                ename, n1 = self.text(e.name)
+                eattrs, n2 = self.attributes(e.attributes)
+                if n1 or n2:
+                    changed = True
+                    total += n1 + n2
+                    events.append(Event(ename, eattrs if eattrs is not None else e.attributes, e.timestamp))
+                else:
+                    events.append(e)
+            if changed:
+                changes["events"] = tuple(events)
+        if span.links:
+            links = []
+            changed = False
+            for link in span.links:
+                lattrs, n = self.attributes(link.attributes)
+                if n:
+                    changed = True
+                    total += n
+                    links.append(Link(link.context, lattrs))
+                else:
+                    links.append(link)
+            if changed:
+                changes["links"] = tuple(links)
+        status = span.status
+        if status.description:
+            desc, n = self.text(status.description)
+            if n:
+                changes["status"] = Status(status.status_code, desc)
+                total += n
+        resource = self.resource(span.resource)
+        if resource is not span.resource:
+            changes["resource"] = resource
+        if total:
+            attrs = attrs if attrs is not None else dict(span.attributes or {})
+            attrs[REDACTION_COUNT] = total
+        if attrs is not None:
+            changes["attributes"] = attrs
+        return RedactedSpan(span, **changes) if changes else span
+
+
+def scrub_span(span: ReadableSpan) -> ReadableSpan:
+    """Last resort when redaction itself failed: keep ids, times, kind, status code and the
+    non-string attributes; drop every string (a span that says less beats a leaked value)."""
+    attrs = {k: v for k, v in (span.attributes or {}).items() if not isinstance(v, str)
+             and not (isinstance(v, (list, tuple)) and any(isinstance(x, str) for x in v))}
+    attrs[REDACTION_COUNT] = -1
+    return RedactedSpan(
+        span, name="[REDACTED]", attributes=attrs, events=(), links=tuple(Link(l.context) for l in span.links),
+        status=Status(span.status.status_code), resource=Resource({}, span.resource.schema_url),
+    )
+
+
+_logged: set[str] = set()
+
+
+def _log_once(message: str) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        _log.warning("otel-agent-trace: %s", message, exc_info=True)

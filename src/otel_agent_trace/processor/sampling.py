@@ -1,0 +1,251 @@
+"""In-process tail sampling: buffer each trace's spans, decide for the whole trace, bounded memory.
+
+Decision (when the trace's local root ends, or `decision_seconds` after its first span):
+- keep if any span failed: status ERROR, `agent_trace.lifecycle.phase` origin/critical, or
+  `agent_trace.error.type` loop_detected/budget_exceeded;
+- else keep when the low 64 bits of the trace id fall under `ratio * 2**64`: the SDK's
+  `TraceIdRatioBased` rule, so every process of a distributed trace decides alike.
+Kept traces get `agent_trace.sampling.ratio` on every span (1.0 for failing ones, `ratio` for
+sampled ones) when ratio < 1, so counts can be re-weighted by 1/ratio.
+
+Overflow policy (more than `max_spans` spans or `max_bytes` of span text buffered): the oldest
+undecided traces are decided early (forced flush) by the same rule; a trace already known to be
+failing is exported, never dropped. A span that ends after its trace was decided follows the
+decision, except a failing span, which is always exported (counted in `late_failing_kept`).
+A trace seen again after its decision left the bounded decision memory is decided afresh.
+
+Spans whose parent is remote are decided by the same rule in this process; a decision that needs
+the spans of several processes belongs to the Collector's tail_sampling processor
+(deploy/collector-config.yaml).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from otel_agent_trace import model
+from otel_agent_trace.processor.redaction import with_attributes
+
+SAMPLING_RATIO = "agent_trace.sampling.ratio"
+_FAIL_PHASES = frozenset({model.Phase.ORIGIN.value, model.Phase.CRITICAL.value})
+_STOP_ERRORS = frozenset({model.ErrorType.LOOP_DETECTED.value, model.ErrorType.BUDGET_EXCEEDED.value})
+_MAX_ID = (1 << 64) - 1
+_DECISIONS_KEPT = 65536
+
+
+def is_failing(span: ReadableSpan) -> bool:
+    """Does this span make its trace one to keep whatever the ratio?"""
+    if span.status.status_code is StatusCode.ERROR:
+        return True
+    attrs = span.attributes
+    if attrs:
+        if attrs.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(model.ERROR_TYPE) in _STOP_ERRORS:
+            return True
+    for event in span.events:
+        ea = event.attributes
+        if ea and (ea.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or ea.get(model.ERROR_TYPE) in _STOP_ERRORS):
+            return True
+    return False
+
+
+def ratio_keeps(trace_id: int, ratio: float) -> bool:
+    """Deterministic from the trace id: the same answer in every process."""
+    if ratio >= 1.0:
+        return True
+    if ratio <= 0.0:
+        return False
+    return (trace_id & _MAX_ID) < round(ratio * (_MAX_ID + 1))
+
+
+def span_size(span: ReadableSpan) -> int:
+    """Rough bytes a buffered span holds: fixed overhead plus its text."""
+    size = 400
+    attrs = span.attributes
+    if attrs:
+        for v in attrs.values():
+            if isinstance(v, str):
+                size += len(v)
+            elif isinstance(v, (list, tuple)):
+                size += 16 * len(v) + sum(len(x) for x in v if isinstance(x, str))
+            else:
+                size += 16
+    if span.events:
+        for e in span.events:
+            size += 200
+            if e.attributes:
+                size += sum(len(v) if isinstance(v, str) else 16 for v in e.attributes.values())
+    return size
+
+
+class _Trace:
+    __slots__ = ("spans", "size", "failing", "first_seen")
+
+    def __init__(self, now: float) -> None:
+        self.spans: list[ReadableSpan] = []
+        self.size = 0
+        self.failing = False
+        self.first_seen = now
+
+
+class TailSampler:
+    """Buffers spans per trace and hands the kept ones to `export` (a callable taking a span)."""
+
+    def __init__(
+        self,
+        export: Callable[[ReadableSpan], Any],
+        ratio: float = 1.0,
+        max_spans: int = 100_000,
+        max_bytes: int = 64 * 1024 * 1024,
+        decision_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+        sweep: bool = True,
+    ) -> None:
+        self._export = export
+        self.ratio = float(ratio)
+        self.max_spans = max(1, int(max_spans))
+        self.max_bytes = max(1, int(max_bytes))
+        self.decision_seconds = float(decision_seconds)
+        self._clock = clock
+        self._traces: dict[int, _Trace] = {}  # insertion order = age
+        self._decided: dict[int, float] = {}  # trace id -> weight of a kept trace, 0.0 = dropped
+        self._spans = 0
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.stats = {
+            "traces_kept": 0, "traces_dropped": 0, "spans_kept": 0, "spans_dropped": 0,
+            "forced_flushes": 0, "timeouts": 0, "late_spans": 0, "late_failing_kept": 0,
+            "max_buffered_spans": 0, "max_buffered_bytes": 0,
+        }
+        self._stop = threading.Event()
+        self._sweeper: threading.Thread | None = None
+        self._want_sweeper = sweep
+
+    # --- intake -------------------------------------------------------------------------------
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        tid = ctx.trace_id
+        parent = span.parent
+        local_root = parent is None or parent.is_remote
+        failing = is_failing(span)
+        out: list[ReadableSpan] = []
+        with self._lock:
+            decided = self._decided.get(tid)
+            if decided is not None and tid not in self._traces:
+                self.stats["late_spans"] += 1
+                if decided or failing:
+                    if not decided:
+                        self.stats["late_failing_kept"] += 1
+                    out.append(self._mark(span, decided or 1.0))
+                    self.stats["spans_kept"] += 1
+                else:
+                    self.stats["spans_dropped"] += 1
+            else:
+                trace = self._traces.get(tid)
+                if trace is None:
+                    now = self._clock()
+                    trace = self._traces[tid] = _Trace(now)
+                    self._expire(now, out)
+                    if self._want_sweeper and self._sweeper is None:
+                        self._start_sweeper()
+                size = span_size(span)
+                trace.spans.append(span)
+                trace.size += size
+                trace.failing = trace.failing or failing
+                self._spans += 1
+                self._bytes += size
+                if local_root:
+                    self._decide(tid, out)
+                elif self._spans > self.max_spans or self._bytes > self.max_bytes:
+                    self._overflow(out)
+                if self._spans > self.stats["max_buffered_spans"]:
+                    self.stats["max_buffered_spans"] = self._spans
+                if self._bytes > self.stats["max_buffered_bytes"]:
+                    self.stats["max_buffered_bytes"] = self._bytes
+        for s in out:
+            self._export(s)
+
+    # --- decisions (lock held) ----------------------------------------------------------------
+    def _decide(self, tid: int, out: list[ReadableSpan]) -> None:
+        trace = self._traces.pop(tid)
+        self._spans -= len(trace.spans)
+        self._bytes -= trace.size
+        keep = trace.failing or ratio_keeps(tid, self.ratio)
+        weight = (1.0 if trace.failing else self.ratio) if keep else 0.0
+        self._decided[tid] = weight
+        if len(self._decided) > _DECISIONS_KEPT:
+            for old in list(self._decided)[: _DECISIONS_KEPT // 4]:
+                del self._decided[old]
+        if keep:
+            self.stats["traces_kept"] += 1
+            self.stats["spans_kept"] += len(trace.spans)
+            for s in trace.spans:
+                out.append(self._mark(s, weight))
+        else:
+            self.stats["traces_dropped"] += 1
+            self.stats["spans_dropped"] += len(trace.spans)
+
+    def _mark(self, span: ReadableSpan, weight: float) -> ReadableSpan:
+        if self.ratio >= 1.0:
+            return span
+        return with_attributes(span, {SAMPLING_RATIO: weight})
+
+    def _overflow(self, out: list[ReadableSpan]) -> None:
+        # oldest first; known-failing traces are exported (kept), never dropped
+        while self._traces and (self._spans > self.max_spans or self._bytes > self.max_bytes):
+            self.stats["forced_flushes"] += 1
+            self._decide(next(iter(self._traces)), out)
+
+    def _expire(self, now: float, out: list[ReadableSpan]) -> None:
+        limit = now - self.decision_seconds
+        while self._traces:
+            tid, trace = next(iter(self._traces.items()))
+            if trace.first_seen > limit:
+                break
+            self.stats["timeouts"] += 1
+            self._decide(tid, out)
+
+    # --- flushing -----------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Decide every pending trace now (force_flush, shutdown): nothing stays buffered."""
+        out: list[ReadableSpan] = []
+        with self._lock:
+            while self._traces:
+                self._decide(next(iter(self._traces)), out)
+        for s in out:
+            self._export(s)
+
+    def sweep(self) -> None:
+        """Decide traces older than `decision_seconds` (also run by a daemon thread)."""
+        out: list[ReadableSpan] = []
+        with self._lock:
+            self._expire(self._clock(), out)
+        for s in out:
+            self._export(s)
+
+    def _start_sweeper(self) -> None:
+        period = max(0.05, min(self.decision_seconds / 2, 5.0))
+
+        def loop() -> None:
+            while not self._stop.wait(period):
+                try:
+                    self.sweep()
+                except Exception:  # pragma: no cover - never kill the host over a sweep
+                    pass
+
+        self._sweeper = threading.Thread(target=loop, name="agent-trace-sampler", daemon=True)
+        self._sweeper.start()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self.flush()
+
+    @property
+    def buffered(self) -> tuple[int, int]:
+        """(spans, bytes) currently buffered."""
+        return self._spans, self._bytes

@@ -1,0 +1,123 @@
+"""`AgentTraceSpanProcessor`: redaction -> tail sampling -> the next processor (the exporters).
+
+Fail-open for the host: nothing raised here reaches the program. Fail-closed for the data: if
+redaction of a span fails, the span goes on scrubbed of every string (`redaction.scrub_span`)
+rather than unredacted; if sampling fails, the span is exported (kept) rather than lost.
+Each failure is logged once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.processor.redaction import Redactor, scrub_span
+from otel_agent_trace.processor.rules import Rules, load_rules
+from otel_agent_trace.processor.sampling import TailSampler
+
+_log = logging.getLogger(__name__)
+
+
+class AgentTraceSpanProcessor(SpanProcessor):
+    """Redacts every finished span, samples whole traces, then hands kept spans to `next`.
+
+    Programmatic use: `provider.add_span_processor(AgentTraceSpanProcessor(next=BatchSpanProcessor(exporter)))`.
+    Keywords override `AgentTraceConfig` (environment `OTEL_AGENT_TRACE_*`): `redact`,
+    `redact_key`, `redact_rules` (a path, or a `Rules` object), `sample_ratio`,
+    `sampler_max_spans`, `sampler_max_bytes`, `sampler_decision_seconds`.
+    """
+
+    def __init__(self, next: SpanProcessor, config: AgentTraceConfig | None = None, **overrides: Any) -> None:  # noqa: A002
+        rules = overrides.pop("redact_rules", None)
+        if isinstance(rules, Rules):
+            overrides["redact_rules"] = None
+        elif rules is not None:
+            overrides["redact_rules"] = rules
+        cfg = config or AgentTraceConfig.from_env(**overrides)
+        self.config = cfg
+        self.next = next
+        self.redactor: Redactor | None = None
+        if cfg.redact:
+            if not isinstance(rules, Rules):
+                rules = load_rules(cfg.redact_rules)
+            self.redactor = Redactor(key=cfg.redact_key, rules=rules)
+        self.sampler: TailSampler | None = None
+        if cfg.sample_ratio < 1.0:
+            self.sampler = TailSampler(
+                self._forward,
+                ratio=cfg.sample_ratio,
+                max_spans=cfg.sampler_max_spans,
+                max_bytes=cfg.sampler_max_bytes,
+                decision_seconds=cfg.sampler_decision_seconds,
+            )
+        self._failed: set[str] = set()
+
+    # --- SpanProcessor ------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self.next.on_start(span, parent_context=parent_context)
+        except Exception:
+            self._once("next.on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        ending = getattr(self.next, "_on_ending", None)
+        if ending is not None:
+            try:
+                ending(span)
+            except Exception:
+                self._once("next._on_ending")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.redactor is not None:
+            try:
+                span = self.redactor.span(span)
+            except Exception:
+                self._once("redaction (span exported scrubbed of its strings)")
+                try:
+                    span = scrub_span(span)
+                except Exception:
+                    self._once("scrubbing (span dropped)")
+                    return
+        if self.sampler is not None:
+            try:
+                self.sampler.on_end(span)
+                return
+            except Exception:
+                self._once("sampling (span exported unsampled)")
+        self._forward(span)
+
+    def _forward(self, span: ReadableSpan) -> None:
+        try:
+            self.next.on_end(span)
+        except Exception:
+            self._once("next.on_end")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if self.sampler is not None:
+            try:
+                self.sampler.flush()
+            except Exception:
+                self._once("sampler flush")
+        return self.next.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        if self.sampler is not None:
+            try:
+                self.sampler.shutdown()
+            except Exception:
+                self._once("sampler shutdown")
+        self.next.shutdown()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Sampler counters (kept, dropped, forced flushes, ...); empty when not sampling."""
+        return dict(self.sampler.stats) if self.sampler is not None else {}
+
+    def _once(self, what: str) -> None:
+        if what not in self._failed:
+            self._failed.add(what)
+            _log.warning("otel-agent-trace processor: %s failed", what, exc_info=True)
