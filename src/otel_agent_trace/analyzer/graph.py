@@ -1,0 +1,65 @@
+"""The dependency graph of a run, from `agent_trace.depends_on` (or span links when absent).
+
+Edges point from a span to what it depended on. One structural edge is added: the run span
+depends on its last step, whose output is what the run returned.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from otel_agent_trace.analyzer.runs import Run
+from otel_agent_trace.model import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION, Relation
+
+RESULT_OF = "result_of"  # run -> its last step (structural)
+
+
+@dataclass
+class Graph:
+    edges: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))  # span -> [(dep, rel)]
+    reverse: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, source: str, target: str, relation: str) -> None:
+        if source == target or (target, relation) in self.edges[source]:
+            return
+        self.edges[source].append((target, relation))
+        self.reverse[target].append((source, relation))
+
+
+def build_graph(run: Run) -> Graph:
+    graph = Graph()
+    for span in run.spans.values():
+        targets = span.attr(DEPENDS_ON)
+        relations = span.attr(DEPENDS_ON_RELATIONS)
+        if isinstance(targets, list) and isinstance(relations, list) and len(targets) == len(relations):
+            pairs = list(zip(targets, relations))
+        else:
+            pairs = [(link.span_id, link.attributes.get(LINK_RELATION)) for link in span.links
+                     if link.trace_id == span.trace_id and link.attributes.get(LINK_RELATION)]
+        for target, relation in pairs:
+            if isinstance(target, str) and target in run.spans:
+                graph.add(span.span_id, target, str(relation))
+    if run.steps:
+        graph.add(run.root.span_id, run.steps[-1].span_id, RESULT_OF)
+    return graph
+
+
+def recovered_spans(run: Run, graph: Graph, failed: set[str]) -> set[str]:
+    """Failed spans a later retry replaced with a success (following retry chains)."""
+    recovered: set[str] = set()
+    for span_id in failed:
+        frontier = [span_id]
+        seen = {span_id}
+        while frontier:
+            current = frontier.pop()
+            for source, relation in graph.reverse.get(current, ()):
+                if relation != Relation.RETRY_OF.value or source in seen:
+                    continue
+                seen.add(source)
+                if source not in failed:
+                    recovered.add(span_id)
+                    frontier.clear()
+                    break
+                frontier.append(source)
+    return recovered

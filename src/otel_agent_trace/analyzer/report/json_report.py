@@ -1,0 +1,63 @@
+"""`--format json`: the contract of issue 2 (keys may be added, never renamed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.locate import Finding, tool_name
+from otel_agent_trace.analyzer.spans import Span
+
+
+def to_dict(analysis: Analysis) -> dict[str, Any]:
+    runs = [_run(f) for f in analysis.findings]
+    steps = [r["steps"] for r in runs]
+    return {
+        "runs": runs,
+        "inputs": [
+            {"path": i.path, "spans": i.spans, "bad_lines": [{"line": b.line, "reason": b.reason} for b in i.bad_lines],
+             **({"error": i.error} if i.error else {})}
+            for i in analysis.inputs
+        ],
+        "summary": {
+            "runs": len(runs),
+            "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
+            "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
+        },
+    }
+
+
+def _run(f: Finding) -> dict[str, Any]:
+    run = f.run
+    return {
+        "trace_id": run.trace_id,
+        "run_span_id": run.root.span_id,
+        "agent": run.agent,
+        "status": "failed" if f.failed else "ok",
+        "steps": len(run.steps),
+        "critical": None if f.critical is None else {
+            "span_id": f.critical.span_id,
+            "step_index": run.step_index_of(f.critical),
+            "error_type": f.critical_error_type,
+            "description": f.description,
+        },
+        "origin": None if f.origin is None else {
+            "span_id": f.origin.span_id,
+            "step_index": run.step_index_of(f.origin),
+            "tool": tool_name(f.origin),
+            "error_type": f.origin_error_type,
+            "span_name": f.origin.name,
+        },
+        "chain": [
+            {"span_id": h.span.span_id, "step_index": h.step_index, "phase": h.phase, "error_type": h.error_type,
+             "span_name": h.span.name, "relation": h.relation}
+            for h in f.chain
+        ],
+        "bug_class": f.bug_class,
+        "evidence": f.evidence,
+        "recovered": [_ref(run, s) for s in f.recovered],
+    }
+
+
+def _ref(run: Any, span: Span) -> dict[str, Any]:
+    return {"span_id": span.span_id, "step_index": run.step_index_of(span), "span_name": span.name}

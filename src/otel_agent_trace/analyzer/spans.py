@@ -1,0 +1,54 @@
+"""The analyzer's view of a span: plain values, whatever format it was read from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Link:
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Event:
+    name: str
+    time_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    status_code: int = 0  # 0 unset, 1 ok, 2 error (OTLP)
+    status_message: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+    source: tuple[str, int] | None = None  # (path, line) it was read from
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return self.attributes.get(key, default)
+
+
+@dataclass
+class BadLine:
+    line: int
+    reason: str
+
+
+@dataclass
+class InputReport:
+    path: str
+    spans: int = 0
+    bad_lines: list[BadLine] = field(default_factory=list)
+    error: str | None = None  # the whole input was unreadable
