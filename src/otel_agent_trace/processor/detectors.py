@@ -165,7 +165,7 @@ def _emails(text: str, out: list[Found]) -> None:
 
 # --- IPv6 -------------------------------------------------------------------------------------
 _HEXCOLON = frozenset("0123456789abcdefABCDEF:")
-_V6 = re.compile(r"[0-9A-Fa-f:]{2,39}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?")
+_V6 = re.compile(r"[0-9A-Fa-f:]{2,45}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?")
 
 
 def _ipv6(text: str, out: list[Found]) -> None:
@@ -177,19 +177,33 @@ def _ipv6(text: str, out: list[Found]) -> None:
             i = text.find(":", i + 1)
             continue
         start = i
-        while start > 0 and i - start < 40 and text[start - 1] in _HEXCOLON:
+        while start > 0 and i - start < 45 and text[start - 1] in _HEXCOLON:
             start -= 1
         m = _V6.match(text, start)
         end = i + 1
         if m is not None:
             end = m.end()
             value = m.group().rstrip(":") if not m.group().endswith("::") else m.group()
-            before = text[start - 1] if start else ""
             after = text[start + len(value)] if start + len(value) < size else ""
-            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_") and _is_v6(value):
-                out.append(Found(start, start + len(value), IP, value.lower()))
-                end = start + len(value)
+            if not (after.isalnum() or after == "_"):
+                # "a:2001:db8::1": a leading word that looks hex is not part of the address
+                for skip in _leading_cuts(value):
+                    s0 = start + skip
+                    before = text[s0 - 1] if s0 else ""
+                    if (skip or not (before.isalnum() or before == "_")) and _is_v6(value[skip:]):
+                        out.append(Found(s0, start + len(value), IP, value[skip:].lower()))
+                        end = start + len(value)
+                        break
         i = text.find(":", max(end, i + 1))
+
+
+def _leading_cuts(value: str) -> list[int]:
+    cuts = [0]
+    pos = value.find(":")
+    while pos != -1 and len(cuts) < 3 and value[pos + 1:pos + 2] not in (":", ""):
+        cuts.append(pos + 1)
+        pos = value.find(":", pos + 1)
+    return cuts
 
 
 def _is_v6(value: str) -> bool:

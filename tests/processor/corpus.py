@@ -1,0 +1,141 @@
+"""Seeded values of every detector, in many formats.
+
+Hypothesis supplies the randomness (`st.randoms()`, derandomized, reported on failure); the
+values are built here with plain Python because hypothesis' engine costs ~1 ms per drawn value,
+and the corpus needs >= 10k values of each detector within the suite's time budget.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+
+from otel_agent_trace.processor.detectors import _CN_CHECK, _CN_WEIGHTS
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _s(rnd: random.Random, alphabet: str, lo: int, hi: int | None = None) -> str:
+    return "".join(rnd.choices(alphabet, k=rnd.randint(lo, hi if hi is not None else lo)))
+
+
+def _d(rnd: random.Random, n: int) -> str:
+    return str(rnd.randrange(10**n)).zfill(n)
+
+
+def _luhn_digit(body: str) -> str:
+    total = 0
+    for i, ch in enumerate(reversed(body)):
+        d = int(ch)
+        if i % 2 == 0:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return str((10 - total % 10) % 10)
+
+
+def cn_mobile(rnd: random.Random) -> str:
+    number = "1" + rnd.choice("3456789") + _d(rnd, 9)
+    sep = rnd.choice(["", "-", " "])
+    prefix = rnd.choice(["", "+86 ", "+86-", "+86", "(+86) "])
+    return prefix + number[:3] + sep + number[3:7] + sep + number[7:]
+
+
+def intl_phone(rnd: random.Random) -> str:
+    cc = rnd.choice(["1", "44", "33", "49", "81", "61", "353", "852", "971"])
+    groups = [rnd.randint(2, 4) for _ in range(rnd.randint(2, 4))]
+    while len(cc) + sum(groups) < 8:
+        groups.append(2)
+    while len(cc) + sum(groups) > 15:
+        groups.pop()
+    sep = rnd.choice([" ", "-", "."])
+    return "+" + cc + " " + sep.join(rnd.choice("123456789") + _d(rnd, g - 1) for g in groups)
+
+
+def nanp_phone(rnd: random.Random) -> str:
+    area = rnd.choice("23456789") + _d(rnd, 2)
+    mid = rnd.choice("23456789") + _d(rnd, 2)
+    last = _d(rnd, 4)
+    return rnd.choice([f"({area}) {mid}-{last}", f"{area}-{mid}-{last}", f"{area}.{mid}.{last}"])
+
+
+def email(rnd: random.Random) -> str:
+    local = _s(rnd, _ALNUM, 1, 12)
+    if rnd.random() < 0.5:
+        local += rnd.choice(".-_+") + _s(rnd, _ALNUM, 1, 8)
+    labels = [_s(rnd, _ALNUM, 1, 10) for _ in range(rnd.randint(1, 3))]
+    out = f"{local}@{'.'.join(labels)}.{rnd.choice(['com', 'org', 'cn', 'co.uk', 'io', 'de', 'com.cn'])}"
+    return out.upper() if rnd.random() < 0.1 else out
+
+
+def card(rnd: random.Random) -> str:
+    prefix, length = rnd.choice([("4", 16), ("4", 13), ("51", 16), ("55", 16), ("22", 16), ("34", 15),
+                                 ("37", 15), ("6011", 16), ("65", 16), ("62", 19), ("35", 16)])
+    body = prefix + _d(rnd, length - len(prefix) - 1)
+    number = body + _luhn_digit(body)
+    style = rnd.randint(0, 2)
+    if style == 0:
+        return number
+    return (" " if style == 1 else "-").join(number[i:i + 4] for i in range(0, len(number), 4))
+
+
+def cn_id(rnd: random.Random) -> str:
+    body = (rnd.choice("123456789") + _d(rnd, 5) + str(rnd.randint(1930, 2020))
+            + f"{rnd.randint(1, 12):02d}{rnd.randint(1, 28):02d}" + _d(rnd, 3))
+    check = _CN_CHECK[sum(int(c) * w for c, w in zip(body, _CN_WEIGHTS)) % 11]
+    return body + (check.lower() if check == "X" and rnd.random() < 0.5 else check)
+
+
+def ipv4(rnd: random.Random) -> str:
+    return ".".join(str(rnd.randint(0, 255)) for _ in range(4))
+
+
+def ipv6(rnd: random.Random) -> str:
+    value = rnd.randrange(1 << 100, 1 << 128)
+    if rnd.random() < 0.3:
+        value &= ~(0xFFFFFFFF << 32)  # a zero run: compressed form with "::"
+    addr = ipaddress.IPv6Address(value)
+    text = addr.exploded if rnd.random() < 0.5 else addr.compressed
+    return text.upper() if rnd.random() < 0.2 else text
+
+
+_IBAN_SHAPES = {"DE": [("n", 18)], "FR": [("n", 10), ("a", 11), ("n", 2)], "GB": [("A", 4), ("n", 14)],
+                "NL": [("A", 4), ("n", 10)], "ES": [("n", 20)], "IT": [("A", 1), ("n", 10), ("a", 12)],
+                "CH": [("n", 5), ("a", 12)], "BE": [("n", 12)]}
+_ALPHA = {"n": "0123456789", "a": "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "A": "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+
+
+def iban(rnd: random.Random) -> str:
+    country = rnd.choice(sorted(_IBAN_SHAPES))
+    bban = "".join(_s(rnd, _ALPHA[kind], n) for kind, n in _IBAN_SHAPES[country])
+    check = 98 - int("".join(str(int(c, 36)) for c in bban + country + "00")) % 97
+    value = f"{country}{check:02d}{bban}"
+    if rnd.random() < 0.5:
+        value = " ".join(value[i:i + 4] for i in range(0, len(value), 4))
+    return value
+
+
+def secret(rnd: random.Random) -> str:
+    kind = rnd.randint(0, 4)
+    if kind == 0:
+        return "sk-" + rnd.choice(["", "proj-", "ant-api03-"]) + _s(rnd, _B64, 20, 48)
+    if kind == 1:
+        return rnd.choice(["AKIA", "ASIA"]) + _s(rnd, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+    if kind == 2:
+        return "eyJ" + _s(rnd, _B64 + "-_", 8, 40) + ".eyJ" + _s(rnd, _B64 + "-_", 8, 40) + "." + _s(rnd, _B64 + "-_", 8, 40)
+    if kind == 3:
+        return "Bearer " + _s(rnd, _B64, 15, 40) + _d(rnd, 1)
+    return "ghp_" + _s(rnd, _B64, 36)
+
+
+DETECTORS = {
+    "cn_mobile": cn_mobile, "intl_phone": intl_phone, "nanp_phone": nanp_phone, "email": email, "card": card,
+    "cn_id": cn_id, "ipv4": ipv4, "ipv6": ipv6, "iban": iban, "secret": secret,
+}
+
+
+def sensitive_part(value: str) -> str:
+    """The part of a seeded value that must not appear in the output."""
+    return value[len("Bearer "):] if value.startswith("Bearer ") else value
