@@ -1,33 +1,106 @@
-"""Which kind of bug (seed 000) an origin is: `prompt`, `tool` or `model_decision`, with evidence."""
+"""Which kind of bug (seed 000) an origin is: `prompt`, `tool` or `model_decision`, with evidence.
+
+Locate first, then classify, looking at the origin and the context around it:
+
+* `prompt` - the context lacked what was needed: the origin (or the step that decided it) lost
+  messages the previous context had (`context_dropped`), its output was cut (`truncated_output`),
+  or a model-decision error happened right after such a drop: the model could not have known.
+* `tool` - the tool crashed, timed out, returned empty or malformed data (`tool_*`, `llm_error`)
+  for arguments that were well-formed (valid JSON). A tool failure on malformed arguments is the
+  model's.
+* `model_decision` - the context and the results were fine: unknown tool, schema-violating or
+  malformed arguments, the same call repeated (`loop_detected`), a fabricated value, a final
+  answer that fails validation or ignores the tool results (no error anywhere before it).
+"""
 
 from __future__ import annotations
 
+from otel_agent_trace.analyzer.lifecycle import arguments_malformed
 from otel_agent_trace.analyzer.locate import Finding, tool_name
-from otel_agent_trace.model import BUG_CLASS_OF_ERROR, GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, ErrorType
+from otel_agent_trace.analyzer.runs import is_tool_span
+from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.model import (
+    BUG_CLASS_OF_ERROR,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
+    ErrorType,
+    Phase,
+)
 
 
 def classify(finding: Finding) -> None:
     """Set `finding.bug_class` and add the evidence that supports it."""
     origin = finding.origin
-    if origin is None or not finding.origin_error_type:
+    if origin is None:
+        if finding.candidates and finding.candidates[0].suspect:
+            step = finding.candidates[0].span
+            finding.bug_class = "model_decision"
+            finding.evidence.append(
+                f"no tool error, no dropped context: the final decision ({step.name}) produced the answer "
+                "that failed; context and tool results were fine (model_decision, low confidence)")
+        return
+    if not finding.origin_error_type:
         return
     try:
         error_type = ErrorType(finding.origin_error_type)
     except ValueError:
+        finding.evidence.append(f"{origin.name}: unrecognized error type {finding.origin_error_type!r}")
         return
-    finding.bug_class = BUG_CLASS_OF_ERROR.get(error_type)
+    bug_class = BUG_CLASS_OF_ERROR.get(error_type)
     name = tool_name(origin)
+    life = finding.lifecycle
     if name:
         args = origin.attr(GEN_AI_TOOL_CALL_ARGUMENTS)
         result = origin.attr(GEN_AI_TOOL_CALL_RESULT)
-        detail = f"tool {name}({_short(args)}) returned {_short(result)}" if result is not None else f"tool {name} failed"
+        detail = (f"tool {name}({_short(args)}) returned {_short(result)}" if result is not None
+                  else f"tool {name}({_short(args)}) failed")
         finding.evidence.append(f"{detail} [{error_type.value}]")
+        if bug_class == "tool":
+            if arguments_malformed(origin):
+                bug_class = "model_decision"
+                finding.evidence.append("the arguments the model wrote are not valid JSON: the tool was misused")
+            elif args is not None:
+                finding.evidence.append("arguments were well-formed JSON: the tool, not the caller, failed")
     else:
-        finding.evidence.append(f"{origin.name}: {error_type.value}")
+        reason = life.states[origin.span_id].reason if life and origin.span_id in life.states else ""
+        finding.evidence.append(f"{origin.name}: {error_type.value}" + (f" ({reason})" if reason and reason != "recorded" else ""))
+    if bug_class == "model_decision":
+        dropped = _dropped_before(finding, origin)
+        if dropped is not None:
+            bug_class = "prompt"
+            finding.evidence.append(f"but the context of {dropped.name} had lost messages the previous step saw "
+                                    "(context_dropped): the model decided without what it needed")
+    if error_type == ErrorType.LOOP_DETECTED:
+        finding.evidence.append("the same tool was requested again with the same arguments; its results were not errors")
+    if finding.candidates and len(finding.candidates) > 1:
+        others = ", ".join(f"{c.span.name} ({c.confidence:.2f})" for c in finding.candidates[1:4])
+        finding.evidence.append(f"{len(finding.candidates)} independent origins; next: {others}")
     if finding.recovered:
         finding.evidence.append(f"{len(finding.recovered)} earlier error(s) were recovered by a retry and skipped")
+    finding.bug_class = bug_class
+
+
+def _dropped_before(finding: Finding, origin: Span) -> Span | None:
+    """The step at or before the origin's decision whose context dropped messages, if any."""
+    life = finding.lifecycle
+    if life is None:
+        return None
+    run = finding.run
+    index = run.step_index_of(origin)
+    if index is None:
+        return None
+    for step in run.steps:
+        step_index = run.step_index_of(step)
+        if step_index is not None and step_index <= index and \
+                life.error_type(step.span_id) == ErrorType.CONTEXT_DROPPED.value and \
+                life.phase(step.span_id) in (Phase.ORIGIN.value, None):
+            return step
+    return None
 
 
 def _short(value: object, limit: int = 80) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = ["classify", "is_tool_span"]

@@ -19,6 +19,7 @@ RESULT_OF = "result_of"  # run -> its last step (structural)
 class Graph:
     edges: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))  # span -> [(dep, rel)]
     reverse: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
+    derived: bool = False  # edges inferred from the span tree, not recorded
 
     def add(self, source: str, target: str, relation: str) -> None:
         if source == target or (target, relation) in self.edges[source]:
@@ -40,9 +41,33 @@ def build_graph(run: Run) -> Graph:
         for target, relation in pairs:
             if isinstance(target, str) and target in run.spans:
                 graph.add(span.span_id, target, str(relation))
+    if not any(graph.edges.values()):
+        derive_edges(run, graph)
     if run.steps:
         graph.add(run.root.span_id, run.steps[-1].span_id, RESULT_OF)
     return graph
+
+
+def derive_edges(run: Run, graph: Graph) -> None:
+    """Edges for traces that carry none (foreign conventions): the structure of a tool loop.
+
+    A tool depends on the step it runs under (`decided_by`); a step consumes the results of the
+    tools of the step before it (`consumes`). These are inferred, so `graph.derived` is set and
+    the ranking lowers its confidence.
+    """
+    graph.derived = True
+    step_ids = {s.span_id for s in run.steps}
+    tools_of: dict[str, list[str]] = defaultdict(list)
+    for tool in run.tools:
+        node = run.spans.get(tool.parent_id or "")
+        while node is not None and node.span_id not in step_ids:
+            node = run.spans.get(node.parent_id or "")
+        if node is not None:
+            graph.add(tool.span_id, node.span_id, Relation.DECIDED_BY.value)
+            tools_of[node.span_id].append(tool.span_id)
+    for before, after in zip(run.steps, run.steps[1:]):
+        for tool_id in tools_of.get(before.span_id, ()):
+            graph.add(after.span_id, tool_id, Relation.CONSUMES.value)
 
 
 def recovered_spans(run: Run, graph: Graph, failed: set[str]) -> set[str]:

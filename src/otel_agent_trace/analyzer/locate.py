@@ -1,31 +1,43 @@
 """From a run's critical failure back to where its error originated.
 
-Walk the dependency edges back from the critical span; among the spans reached, the errors
-(non-ok tool outcomes, spans marked `origin`) that a retry did not truly recover are the
-candidates, and the earliest is the origin. The chain is the shortest dependency path from the
-origin to the critical span, each hop with its relation and phase.
+1. Lifecycle phases are recomputed offline (lifecycle.py): origins (errors where they first
+   appear), recovered origins, and the *tainted* spans (origins and everything that depends on
+   one).
+2. Critical-failure rules (rules.py) pick the critical spans; the first (the run span when it
+   fired, else the earliest) is the one walked back from.
+3. The walk goes backwards over dependency edges, cheapest path first, where a path's cost is
+   (weak hops, hops):
+   * strong edges (`decided_by`, `data`, `resource`) and the run's `result_of` are always followed;
+   * a weak edge (`consumes`, context only) is followed only into a tainted span: a step that
+     merely saw an earlier healthy output is not blamed, but a step that read an error is how the
+     error reached the next decision;
+   * `retry_of` is followed only into a failed attempt that was not recovered.
+4. The unrecovered origins reached are the suspects; those that do not themselves depend on
+   another suspect are the *roots*, each the start of one independent chain. Roots are ranked by
+   evidence: `1.0` recorded online, `0.8` derived offline, times `0.8` when the whole graph was
+   inferred from the span tree, times `0.9` per weak hop on the path; ties go to the earliest.
+   A root's confidence is its share of the total, times the best evidence (so one recorded,
+   strongly connected root has 1.0, and ambiguity lowers everyone).
+5. The origin is the top-ranked root; `chain` is its path; `chains` holds every root's path.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.analyzer.graph import Graph, build_graph, recovered_spans
+from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, build_graph
+from otel_agent_trace.analyzer.lifecycle import Lifecycle, compute
+from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import (
-    ERROR_TYPE,
-    GEN_AI_TOOL_NAME,
-    LIFECYCLE_PHASE,
-    OUTCOME_ERROR_TYPE,
-    TOOL_OUTCOME,
-    Outcome,
-    Phase,
-)
+from otel_agent_trace.model import ERROR_TYPE, GEN_AI_TOOL_NAME, STRONG_RELATIONS, Phase, Relation
 
 STATUS_ERROR = 2
+WEAK_HOP_FACTOR = 0.9
+DERIVED_EVIDENCE = 0.8
+DERIVED_GRAPH = 0.8
 
 
 @dataclass
@@ -35,6 +47,18 @@ class Hop:
     phase: str
     error_type: str | None
     relation: str | None  # how the next hop depends on this one
+
+
+@dataclass
+class Candidate:
+    span: Span
+    error_type: str | None
+    score: float
+    confidence: float = 0.0
+    weak_hops: int = 0
+    derived: bool = False
+    chain: list[Hop] = field(default_factory=list)
+    suspect: bool = False  # no error recorded: the decision most likely at fault
 
 
 @dataclass
@@ -50,116 +74,158 @@ class Finding:
     recovered: list[Span] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     bug_class: str | None = None
+    # additions (issue 5)
+    candidates: list[Candidate] = field(default_factory=list)
+    chains: list[list[Hop]] = field(default_factory=list)
+    fired: list[Fired] = field(default_factory=list)
+    lifecycle: Lifecycle | None = None
+    graph: Graph | None = None
+    errors: list[Span] = field(default_factory=list)  # every unrecovered origin in the run
+    confidence: float | None = None
 
 
-def error_type_of(span: Span) -> str | None:
-    """The span's error type: recorded, else derived from a non-ok tool outcome."""
+def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
+    """The span's error type: offline lifecycle when given, else recorded, else from the outcome."""
+    if life is not None:
+        value = life.error_type(span.span_id)
+        if value:
+            return value
     recorded = span.attr(ERROR_TYPE)
     if recorded:
         return str(recorded)
-    outcome = span.attr(TOOL_OUTCOME)
-    try:
-        return OUTCOME_ERROR_TYPE[Outcome(outcome)].value if outcome and outcome != Outcome.OK.value else None
-    except ValueError:
-        return None
+    from otel_agent_trace.analyzer.lifecycle import tool_error_type
+
+    return tool_error_type(span)[0] if is_tool_span(span) else None
 
 
-def is_error(span: Span) -> bool:
-    """An error where it first appears: a failed tool, or a span marked `origin`."""
-    if span.attr(LIFECYCLE_PHASE) == Phase.ORIGIN.value:
-        return True
-    outcome = span.attr(TOOL_OUTCOME)
-    return is_tool_span(span) and outcome is not None and outcome != Outcome.OK.value
+def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | None, list[Fired]]:
+    fired = fire(run, life, rules)
+    if not fired:
+        return None, fired
+    return fired[0].span, fired
 
 
-def find_critical(run: Run) -> Span | None:
-    root = run.root
-    if root.attr(LIFECYCLE_PHASE) == Phase.CRITICAL.value or root.status_code == STATUS_ERROR:
-        return root
-    marked = [s for s in run.spans.values() if s.attr(LIFECYCLE_PHASE) == Phase.CRITICAL.value]
-    return min(marked, key=lambda s: s.start_ns) if marked else None
-
-
-def locate(run: Run) -> Finding:
+def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
+    rules = list(BUILTIN_RULES) if rules is None else rules
     graph = build_graph(run)
-    all_errors = {sid for sid, span in run.spans.items() if is_error(span)}
-    recovered = recovered_spans(run, graph, all_errors)
-    critical = find_critical(run)
-    finding = Finding(run, failed=critical is not None)
-    finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: s.start_ns)
+    life = compute(run, graph)
+    critical, fired = find_critical(run, life, rules)
+    finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
+    finding.recovered = sorted((run.spans[s] for s in life.recovered), key=lambda s: s.start_ns)
+    live = [run.spans[s] for s in life.origins - life.recovered if s in run.spans]
+    finding.errors = sorted(live, key=lambda s: (s.start_ns, s.span_id))
     if critical is None:
         return finding
     finding.critical = critical
-    finding.critical_error_type = error_type_of(critical)
-    finding.description = _describe(critical)
-    errors = _ancestors(graph, critical.span_id) & all_errors
-    candidates = sorted((run.spans[s] for s in errors - recovered),
-                        key=lambda s: (s.start_ns, run.step_index_of(s) or 0))
-    if critical.span_id != run.root.span_id and is_error(critical) and not candidates:
-        candidates = [critical]
-    if not candidates:
-        finding.evidence.append("no error was recorded before the failure: its cause is outside the trace "
-                                "or in the model's final answer")
+    finding.critical_error_type = error_type_of(critical, life) or (
+        "run_exception" if critical is run.root and critical.status_code == STATUS_ERROR else None)
+    finding.description = _describe(critical, fired[0].rule)
+    if not any(f.rule.trace_back for f in fired if f.span is critical):
+        finding.evidence.append(f"rule {fired[0].rule.rule_id} fired without traceBack: origin not searched")
         return finding
-    origin = candidates[0]
-    finding.origin = origin
-    finding.origin_error_type = error_type_of(origin)
-    finding.chain = _chain(run, graph, origin, critical)
+    dist, parent = _walk(graph, life, critical.span_id)
+    live_ids = life.origins - life.recovered
+    suspects = [s for s in dist if s in live_ids]
+    if not suspects and critical.span_id in live_ids:
+        suspects = [critical.span_id]
+    roots = [s for s in suspects if not (_upstream(graph, life, s) & (set(suspects) - {s}))]
+    if not roots:
+        _suspect_final_step(finding, run, graph, life, critical)
+        return finding
+    cands = []
+    for sid in roots:
+        span = run.spans[sid]
+        st = life.states.get(sid)
+        derived = bool(st and st.derived)
+        weak = dist[sid][0]
+        score = (DERIVED_EVIDENCE if derived else 1.0) * (DERIVED_GRAPH if graph.derived else 1.0) \
+            * WEAK_HOP_FACTOR ** weak
+        cand = Candidate(span, error_type_of(span, life), score, weak_hops=weak, derived=derived or graph.derived)
+        cand.chain = _chain(run, life, parent, sid, critical.span_id)
+        cands.append(cand)
+    cands.sort(key=lambda c: (-c.score, c.span.start_ns, c.span.span_id))
+    total = sum(c.score for c in cands)
+    best = cands[0].score
+    for c in cands:
+        c.confidence = round(c.score / total * best, 3)
+    finding.candidates = cands
+    finding.chains = [c.chain for c in cands]
+    top = cands[0]
+    finding.origin = top.span
+    finding.origin_error_type = top.error_type
+    finding.chain = top.chain
+    finding.confidence = top.confidence
     return finding
 
 
-def _describe(span: Span) -> str:
+def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycle, critical: Span) -> None:
+    finding.evidence.append("no error was recorded before the failure: its cause is outside the trace "
+                            "or in the model's final answer")
+    if critical is run.root and run.steps:
+        last = run.steps[-1]
+        hops = [Hop(last, run.step_index_of(last), Phase.ORIGIN.value, None, RESULT_OF),
+                Hop(critical, run.step_index_of(critical), Phase.CRITICAL.value, error_type_of(critical, life), None)]
+        finding.candidates = [Candidate(last, None, 0.3, confidence=0.3, chain=hops, suspect=True)]
+
+
+def _walk(graph: Graph, life: Lifecycle, start: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
+    """Cheapest (weak hops, hops) paths from `start` backwards over the allowed edges."""
+    dist: dict[str, tuple[int, int]] = {start: (0, 0)}
+    parent: dict[str, tuple[str, str]] = {}
+    heap = [(0, 0, start)]
+    live = life.origins - life.recovered
+    while heap:
+        weak, hops, node = heapq.heappop(heap)
+        if dist.get(node, (1 << 30, 0)) < (weak, hops):
+            continue
+        for target, relation in graph.edges.get(node, ()):
+            cost = _edge_cost(relation, target, life, live)
+            if cost is None:
+                continue
+            new = (weak + cost, hops + 1)
+            if new < dist.get(target, (1 << 30, 0)):
+                dist[target] = new
+                parent[target] = (node, relation)
+                heapq.heappush(heap, (new[0], new[1], target))
+    return dist, parent
+
+
+def _edge_cost(relation: str, target: str, life: Lifecycle, live: set[str]) -> int | None:
+    if relation in STRONG_RELATIONS or relation == RESULT_OF:
+        return 0
+    if relation == Relation.RETRY_OF.value:
+        return 0 if target in live else None
+    return 1 if target in life.tainted else None  # consumes and unknown relations: weak
+
+
+def _upstream(graph: Graph, life: Lifecycle, start: str) -> set[str]:
+    dist, _ = _walk(graph, life, start)
+    return set(dist) - {start}
+
+
+def _chain(run: Run, life: Lifecycle, parent: dict[str, tuple[str, str]], origin: str, critical: str) -> list[Hop]:
+    path: list[tuple[str, str | None]] = []
+    node = origin
+    while node != critical and node in parent:
+        nxt, relation = parent[node]
+        path.append((node, relation))
+        node = nxt
+    path.append((critical, None))
+    hops = []
+    for i, (span_id, relation) in enumerate(path):
+        span = run.spans[span_id]
+        phase = Phase.ORIGIN.value if i == 0 else Phase.CRITICAL.value if i == len(path) - 1 else Phase.PROPAGATE.value
+        hops.append(Hop(span, run.step_index_of(span), phase, error_type_of(span, life), relation))
+    return hops
+
+
+def _describe(span: Span, rule: Rule) -> str:
     if span.status_message:
         return span.status_message
     for event in span.events:
         if event.name == "exception":
             return f"{event.attributes.get('exception.type', '')}: {event.attributes.get('exception.message', '')}"
-    return span.attr(ERROR_TYPE) or span.name
-
-
-def _ancestors(graph: Graph, start: str) -> set[str]:
-    seen = {start}
-    queue = deque([start])
-    while queue:
-        for target, _ in graph.edges.get(queue.popleft(), ()):
-            if target not in seen:
-                seen.add(target)
-                queue.append(target)
-    return seen
-
-
-def _chain(run: Run, graph: Graph, origin: Span, critical: Span) -> list[Hop]:
-    """Shortest path origin -> critical along reversed dependency edges (BFS)."""
-    previous: dict[str, tuple[str, str] | None] = {origin.span_id: None}
-    queue = deque([origin.span_id])
-    while queue and critical.span_id not in previous:
-        current = queue.popleft()
-        for source, relation in graph.reverse.get(current, ()):
-            if source not in previous:
-                previous[source] = (current, relation)
-                queue.append(source)
-    if critical.span_id not in previous:
-        path: list[tuple[str, str | None]] = [(origin.span_id, None), (critical.span_id, None)]
-    else:
-        path = []
-        node: str | None = critical.span_id
-        relation: str | None = None
-        while node is not None:
-            path.append((node, relation))
-            step = previous[node]
-            node, relation = (step[0], step[1]) if step else (None, None)
-        path.reverse()
-    hops = []
-    for i, (span_id, relation) in enumerate(path):
-        span = run.spans[span_id]
-        if i == 0:
-            phase = Phase.ORIGIN.value
-        elif i == len(path) - 1:
-            phase = Phase.CRITICAL.value
-        else:
-            phase = Phase.PROPAGATE.value
-        hops.append(Hop(span, run.step_index_of(span), phase, error_type_of(span), relation))
-    return hops
+    return str(span.attr(ERROR_TYPE) or rule.description or span.name)
 
 
 def tool_name(span: Span) -> Any:

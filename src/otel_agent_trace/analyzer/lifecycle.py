@@ -1,0 +1,318 @@
+"""Lifecycle phases recomputed offline, from what a trace proves.
+
+Online phases (`agent_trace.lifecycle.phase`) may be missing: foreign traces normalized into our
+attribute names carry steps, tools, outcomes and dependencies but no phases, and older recorders
+did not flag every error type. This module derives, for every span of a run, a `SpanState`:
+
+* origin    - a tool whose outcome is not `ok` (or, without an outcome, whose status is ERROR,
+              that has an `exception` event, or whose result text classifies as empty/error);
+              a chat span with status ERROR (`llm_error`) or `finish_reason=length`
+              (`truncated_output`); tool arguments that are not valid JSON (`invalid_arguments`);
+              a tool not among the tool definitions the model was given (`unknown_tool`, only
+              when definitions are present); the step where the same tool with the same
+              arguments reaches `LOOP_THRESHOLD` requests (`loop_detected`); a step whose
+              context lost messages the previous step's context had (`context_dropped`);
+              any span marked `origin` online, with its recorded error type.
+* propagate - a span that depends (any relation) on an origin or propagate span.
+* recovered - an origin that a later `retry_of` chain ended in success (edges recorded, or,
+              when a trace has none, the next execution of the same tool: a derived retry).
+* critical  - set by the critical-failure rules (rules.py), not here.
+
+Recorded values win over derived ones; `derived=True` says the analyzer inferred it.
+Flags are facts rules can match on besides the error type (`tool_retry_exceeded`, ...).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_agent_trace.analyzer.graph import Graph
+from otel_agent_trace.analyzer.runs import Run, is_tool_span
+from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.model import (
+    CONTEXT_MESSAGE_HASHES,
+    ERROR_TYPE,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    LIFECYCLE_PHASE,
+    OP_CHAT,
+    OUTCOME_ERROR_TYPE,
+    TOOL_OUTCOME,
+    ErrorType,
+    Outcome,
+    Phase,
+    Relation,
+    classify_result,
+    parse_json_or_text,
+)
+
+LOOP_THRESHOLD = 3  # same tool + same arguments requested this many times in one run (recorder default)
+RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
+STATUS_ERROR = 2
+TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
+
+
+@dataclass
+class SpanState:
+    phase: str | None = None
+    error_type: str | None = None
+    derived: bool = False  # the analyzer inferred it (not recorded online)
+    reason: str = ""
+    flags: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Lifecycle:
+    states: dict[str, SpanState] = field(default_factory=dict)
+    origins: set[str] = field(default_factory=set)  # errors where they first appear
+    recovered: set[str] = field(default_factory=set)
+    tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
+    derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
+
+    def state(self, span_id: str) -> SpanState:
+        return self.states.setdefault(span_id, SpanState())
+
+    def error_type(self, span_id: str) -> str | None:
+        s = self.states.get(span_id)
+        return s.error_type if s else None
+
+    def phase(self, span_id: str) -> str | None:
+        s = self.states.get(span_id)
+        return s.phase if s else None
+
+
+def chat_is_error(span: Span) -> bool:
+    return span.attr(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(OP_CHAT + " ")
+
+
+def tool_error_type(span: Span) -> tuple[str | None, bool]:
+    """(error type, derived) of a tool span, or (None, False) when it succeeded."""
+    outcome = span.attr(TOOL_OUTCOME)
+    if outcome:
+        try:
+            kind = Outcome(str(outcome))
+        except ValueError:
+            return None, False
+        return (OUTCOME_ERROR_TYPE[kind].value if kind != Outcome.OK else None), False
+    if span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events):
+        text = (span.status_message + " " + " ".join(str(e.attributes.get("exception.type", ""))
+                                                     for e in span.events)).lower()
+        return (ErrorType.TOOL_TIMEOUT.value if "timeout" in text else ErrorType.TOOL_EXCEPTION.value), True
+    result = span.attr(GEN_AI_TOOL_CALL_RESULT)
+    if result is not None:
+        kind = classify_result(result)
+        if kind != Outcome.OK:
+            return OUTCOME_ERROR_TYPE[kind].value, True
+    return None, False
+
+
+def arguments_malformed(span: Span) -> bool:
+    args = span.attr(GEN_AI_TOOL_CALL_ARGUMENTS)
+    if not isinstance(args, str) or not args.strip():
+        return False
+    text = args.strip()
+    if text[:1] not in "{[":
+        return False  # plain-text arguments are a convention, not an error
+    return isinstance(parse_json_or_text(text), str)
+
+
+def tool_definitions(run: Run) -> set[str] | None:
+    """Names of the tools the model was given, when some span records them."""
+    names: set[str] = set()
+    found = False
+    for span in run.spans.values():
+        for key in TOOL_DEFINITIONS_KEYS:
+            raw = span.attr(key)
+            if raw is None:
+                continue
+            value = parse_json_or_text(raw) if isinstance(raw, str) else raw
+            if isinstance(value, list):
+                found = True
+                for item in value:
+                    if isinstance(item, str):
+                        item = parse_json_or_text(item)
+                    if isinstance(item, dict):
+                        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+                        if fn.get("name"):
+                            names.add(str(fn["name"]))
+    return names if found else None
+
+
+def compute(run: Run, graph: Graph) -> Lifecycle:
+    life = Lifecycle()
+    spans = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
+
+    # 1. origins recorded online, then derived ones
+    for span in spans:
+        recorded_phase = span.attr(LIFECYCLE_PHASE)
+        recorded_type = span.attr(ERROR_TYPE)
+        st = life.state(span.span_id)
+        if recorded_phase:
+            st.phase = str(recorded_phase)
+        if recorded_type:
+            st.error_type = str(recorded_type)
+        if recorded_phase == Phase.ORIGIN.value:
+            life.origins.add(span.span_id)
+            st.reason = "recorded"
+    definitions = tool_definitions(run)
+    for span in spans:
+        st = life.state(span.span_id)
+        derived_type: str | None = None
+        reason = ""
+        if is_tool_span(span):
+            etype, was_derived = tool_error_type(span)
+            name = span.attr(GEN_AI_TOOL_NAME)
+            if arguments_malformed(span):
+                derived_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
+            elif definitions is not None and name and str(name) not in definitions:
+                derived_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
+            elif etype:
+                derived_type = etype
+                reason = "tool outcome" if not was_derived else "tool status/result"
+        elif chat_is_error(span):
+            reasons = span.attr(GEN_AI_RESPONSE_FINISH_REASONS)
+            if span.status_code == STATUS_ERROR:
+                derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
+            elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
+                derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
+        if derived_type and span.span_id not in life.origins:
+            life.origins.add(span.span_id)
+            if not st.error_type:
+                st.error_type = derived_type
+                st.derived = True
+            st.phase = st.phase if st.phase in (Phase.ORIGIN.value, Phase.CRITICAL.value) else Phase.ORIGIN.value
+            st.reason = reason
+    _loops(run, life)
+    _dropped_context(run, life)
+    _retries(run, graph, life)
+    _propagate(run, graph, life)
+    return life
+
+
+def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
+    st = life.state(span.span_id)
+    if span.span_id in life.origins and st.error_type:
+        return
+    life.origins.add(span.span_id)
+    st.phase = Phase.ORIGIN.value
+    st.error_type = error_type
+    st.derived = True
+    st.reason = reason
+
+
+def _call_key(span: Span) -> tuple[str, str]:
+    args = parse_json_or_text(span.attr(GEN_AI_TOOL_CALL_ARGUMENTS))
+    try:
+        import orjson
+
+        canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        canon = str(args)
+    return str(span.attr(GEN_AI_TOOL_NAME) or span.name), canon
+
+
+def _loops(run: Run, life: Lifecycle) -> None:
+    if any(life.error_type(s.span_id) == ErrorType.LOOP_DETECTED.value for s in run.steps):
+        return
+    counts: Counter[tuple[str, str]] = Counter()
+    for tool in run.tools:
+        key = _call_key(tool)
+        counts[key] += 1
+        if counts[key] == LOOP_THRESHOLD:
+            parent = run.spans.get(tool.parent_id or "")
+            target = parent if parent is not None and parent in run.steps else tool
+            _mark(life, target, ErrorType.LOOP_DETECTED.value,
+                  f"{key[0]} called {LOOP_THRESHOLD} times with the same arguments")
+            life.state(target.span_id).flags.add("loop_detected")
+
+
+def _dropped_context(run: Run, life: Lifecycle) -> None:
+    previous: list[str] | None = None
+    for step in run.steps:
+        hashes = step.attr(CONTEXT_MESSAGE_HASHES)
+        if not isinstance(hashes, list):
+            previous = None
+            continue
+        if previous is not None:
+            lost = [h for h in previous if h not in set(hashes)]
+            if lost:
+                _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
+                      f"{len(lost)} message(s) of the previous step's context are missing")
+        previous = list(hashes)
+
+
+def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
+    """Recovered origins; derive retry_of edges when the trace has none."""
+    has_retry_edges = any(rel == Relation.RETRY_OF.value for edges in graph.edges.values() for _, rel in edges)
+    if not has_retry_edges:
+        last_failed: dict[str, str] = {}
+        for tool in run.tools:
+            name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+            if name in last_failed:
+                graph.add(tool.span_id, last_failed.pop(name), Relation.RETRY_OF.value)
+                life.derived_retries.append((tool.span_id, graph.edges[tool.span_id][-1][0]))
+            if tool.span_id in life.origins:
+                last_failed[name] = tool.span_id
+    failed = {s for s in life.origins if s in run.spans and is_tool_span(run.spans[s])}
+    # consecutive failures of one tool
+    streak: dict[str, int] = defaultdict(int)
+    for tool in run.tools:
+        name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+        if tool.span_id in failed:
+            streak[name] += 1
+            if streak[name] >= RETRY_EXCEEDED_THRESHOLD:
+                life.state(tool.span_id).flags.add("tool_retry_exceeded")
+        else:
+            streak[name] = 0
+    for span_id in failed:
+        frontier, seen = [span_id], {span_id}
+        while frontier:
+            current = frontier.pop()
+            for source, relation in graph.reverse.get(current, ()):
+                if relation != Relation.RETRY_OF.value or source in seen:
+                    continue
+                seen.add(source)
+                if source not in failed:
+                    life.recovered.add(span_id)
+                    frontier.clear()
+                    break
+                frontier.append(source)
+    for span_id in life.recovered:
+        st = life.state(span_id)
+        st.flags.add("recovered")
+        if st.phase in (None, Phase.ORIGIN.value):
+            st.phase = Phase.RECOVERED.value
+
+
+def _propagate(run: Run, graph: Graph, life: Lifecycle) -> None:
+    """Taint flows forward along every dependency except retry_of, from unrecovered origins."""
+    live = {s for s in life.origins if s not in life.recovered}
+    tainted = set(live)
+    order = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
+    changed = True
+    while changed:
+        changed = False
+        for span in order:
+            if span.span_id in tainted:
+                continue
+            for target, relation in graph.edges.get(span.span_id, ()):
+                if relation != Relation.RETRY_OF.value and target in tainted:
+                    tainted.add(span.span_id)
+                    changed = True
+                    break
+    life.tainted = tainted
+    for span_id in tainted - live:
+        st = life.state(span_id)
+        if st.phase is None:
+            st.phase = Phase.PROPAGATE.value
+            st.derived = True
+
+
+def describe_value(value: Any, limit: int = 80) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
