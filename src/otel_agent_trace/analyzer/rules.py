@@ -199,7 +199,8 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     out: list[Fired] = []
     spans = sorted(run.spans.values(), key=lambda s: (s is not run.root, s.start_ns, s.span_id))
     for span in spans:
-        for rule in rules:
-            if rule.enabled and matches(rule, span, life):
-                out.append(Fired(rule, span))
+        hits = [Fired(rule, span) for rule in rules if rule.enabled and matches(rule, span, life)]
+        if len(hits) > 1:  # the recorded-critical fallback only when nothing more specific matched
+            hits = [h for h in hits if h.rule.rule_id != "RECORDED_CRITICAL"]
+        out.extend(hits)
     return out

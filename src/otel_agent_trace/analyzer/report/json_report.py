@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.locate import Finding, tool_name
+from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
+from otel_agent_trace.analyzer.metrics import compute as compute_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
-def to_dict(analysis: Analysis) -> dict[str, Any]:
+def to_dict(analysis: Analysis, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     runs = [_run(f) for f in analysis.findings]
     steps = [r["steps"] for r in runs]
     return {
@@ -23,6 +24,7 @@ def to_dict(analysis: Analysis) -> dict[str, Any]:
             "runs": len(runs),
             "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
             "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
+            "metrics": compute_metrics(analysis.findings, prices),
         },
     }
 
@@ -48,15 +50,34 @@ def _run(f: Finding) -> dict[str, Any]:
             "error_type": f.origin_error_type,
             "span_name": f.origin.name,
         },
-        "chain": [
-            {"span_id": h.span.span_id, "step_index": h.step_index, "phase": h.phase, "error_type": h.error_type,
-             "span_name": h.span.name, "relation": h.relation}
-            for h in f.chain
-        ],
+        "chain": _hops(f.chain),
         "bug_class": f.bug_class,
         "evidence": f.evidence,
         "recovered": [_ref(run, s) for s in f.recovered],
+        # additions (issue 5)
+        "confidence": f.confidence,
+        "candidates": [
+            {**_ref(run, c.span), "error_type": c.error_type, "tool": tool_name(c.span), "confidence": c.confidence,
+             "weak_hops": c.weak_hops, "derived": c.derived, "suspect": c.suspect}
+            for c in f.candidates
+        ],
+        "chains": [_hops(c) for c in f.chains],
+        "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)} for x in f.fired],
+        "errors": [_error(f, s) for s in f.errors],
+        "derived_graph": bool(f.graph and f.graph.derived),
     }
+
+
+def _hops(chain: list[Hop]) -> list[dict[str, Any]]:
+    return [{"span_id": h.span.span_id, "step_index": h.step_index, "phase": h.phase, "error_type": h.error_type,
+             "span_name": h.span.name, "relation": h.relation} for h in chain]
+
+
+def _error(f: Finding, span: Span) -> dict[str, Any]:
+    life = f.lifecycle
+    st = life.states.get(span.span_id) if life else None
+    return {**_ref(f.run, span), "error_type": st.error_type if st else None, "derived": bool(st and st.derived),
+            "reason": st.reason if st else ""}
 
 
 def _ref(run: Any, span: Span) -> dict[str, Any]:

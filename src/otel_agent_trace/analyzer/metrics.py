@@ -1,0 +1,166 @@
+"""Fleet metrics over every run analysed (seed 000's list).
+
+* `steps_per_run`: mean, p50, p95 (nearest-rank percentiles).
+* `loop_abort_rate`: failed runs whose failure involves a loop (a `loop_detected` or
+  `budget_exceeded` anywhere in the run, or the LOOP_DETECTED / BUDGET_EXCEEDED rule fired) / runs.
+* `tool_error_rate`: per tool name, executions whose outcome is not ok / executions (retries that
+  succeeded count their failed attempts too: the tool did fail).
+* `wrong_tool_rate` (rule-based): tool calls that were `unknown_tool`, `invalid_arguments` (recorded
+  or derived: non-JSON arguments), or a repeat of an identical earlier call in the same run, over
+  all tool calls. Repeating a call that failed is a retry and is not counted.
+* `trace_capture_rate`: runs whose step chain is complete (at least one step, indices 0..n-1 with
+  no gap or duplicate, every tool under a step) / runs seen.
+* `tokens_per_run`: mean input and output tokens (sum of `gen_ai.usage.*` over chat spans).
+* `cost_per_run`: mean cost when a price table is given (`prices`: model -> USD per million
+  input/output tokens), else null.
+* `failures`: failed runs counted by origin error type and by bug class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+from otel_agent_trace.analyzer.lifecycle import _call_key
+from otel_agent_trace.analyzer.locate import Finding
+from otel_agent_trace.analyzer.runs import Run
+from otel_agent_trace.model import (
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    STEP_INDEX,
+    ErrorType,
+)
+from otel_agent_trace.analyzer.lifecycle import chat_is_error as is_chat_span
+
+LOOP_TYPES = {ErrorType.LOOP_DETECTED.value, ErrorType.BUDGET_EXCEEDED.value}
+WRONG_TOOL_TYPES = {ErrorType.UNKNOWN_TOOL.value, ErrorType.INVALID_ARGUMENTS.value}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+def complete_chain(run: Run) -> bool:
+    indices = [s.attr(STEP_INDEX) for s in run.steps]
+    if not indices or indices != list(range(len(indices))):
+        return False
+    step_ids = {s.span_id for s in run.steps}
+    for tool in run.tools:
+        node = run.spans.get(tool.parent_id or "")
+        while node is not None and node.span_id not in step_ids:
+            node = run.spans.get(node.parent_id or "")
+        if node is None:
+            return False
+    return True
+
+
+def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
+    total_in = total_out = 0
+    per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for span in run.spans.values():
+        if not is_chat_span(span):
+            continue
+        tin = _int(span.attr(GEN_AI_USAGE_INPUT_TOKENS))
+        tout = _int(span.attr(GEN_AI_USAGE_OUTPUT_TOKENS))
+        model = str(span.attr(GEN_AI_RESPONSE_MODEL) or span.attr(GEN_AI_REQUEST_MODEL) or "")
+        total_in += tin
+        total_out += tout
+        per_model[model][0] += tin
+        per_model[model][1] += tout
+    return total_in, total_out, {k: (v[0], v[1]) for k, v in per_model.items()}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def run_cost(per_model: dict[str, tuple[int, int]], prices: dict[str, Any]) -> float | None:
+    cost = 0.0
+    for model, (tin, tout) in per_model.items():
+        price = prices.get(model)
+        if price is None:
+            # a dated model id (gpt-4o-mini-2024-07-18) priced under its base name
+            price = next((p for name, p in prices.items() if model.startswith(name)), None)
+        if price is None:
+            if tin or tout:
+                return None
+            continue
+        cost += tin / 1e6 * float(price.get("input_per_mtok", 0)) + tout / 1e6 * float(price.get("output_per_mtok", 0))
+    return cost
+
+
+def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    findings = list(findings)
+    steps = [len(f.run.steps) for f in findings]
+    runs = len(findings)
+    tool_calls: Counter[str] = Counter()
+    tool_errors: Counter[str] = Counter()
+    wrong = total_calls = 0
+    loop_aborts = captured = 0
+    tin_all: list[int] = []
+    tout_all: list[int] = []
+    costs: list[float | None] = []
+    by_type: Counter[str] = Counter()
+    by_class: Counter[str] = Counter()
+    for f in findings:
+        run, life = f.run, f.lifecycle
+        seen_calls: set[tuple[str, str]] = set()
+        for tool in run.tools:
+            name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+            tool_calls[name] += 1
+            total_calls += 1
+            etype = life.error_type(tool.span_id) if life else None
+            if life and tool.span_id in life.origins and etype not in WRONG_TOOL_TYPES:
+                tool_errors[name] += 1
+            key = _call_key(tool)
+            if etype in WRONG_TOOL_TYPES or key in seen_calls:
+                wrong += 1
+            if not (life and tool.span_id in life.origins):
+                seen_calls.add(key)  # repeating a call that failed is a retry, not a wrong call
+        if f.failed:
+            loopish = any(life and life.error_type(s) in LOOP_TYPES for s in run.spans) or \
+                any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
+            loop_aborts += bool(loopish)
+            by_type[f.origin_error_type or "unknown"] += 1
+            by_class[f.bug_class or "unknown"] += 1
+        captured += complete_chain(run)
+        tin, tout, per_model = tokens(run)
+        tin_all.append(tin)
+        tout_all.append(tout)
+        costs.append(run_cost(per_model, prices) if prices else None)
+    known_costs = [c for c in costs if c is not None]
+    return {
+        "runs": runs,
+        "steps_per_run": {
+            "mean": round(sum(steps) / runs, 3) if runs else 0.0,
+            "p50": percentile(steps, 50),
+            "p95": percentile(steps, 95),
+        },
+        "loop_abort_rate": round(loop_aborts / runs, 4) if runs else 0.0,
+        "tool_error_rate": {name: {"calls": n, "errors": tool_errors[name], "rate": round(tool_errors[name] / n, 4)}
+                            for name, n in sorted(tool_calls.items())},
+        "wrong_tool_rate": round(wrong / total_calls, 4) if total_calls else 0.0,
+        "tool_calls": total_calls,
+        "trace_capture_rate": round(captured / runs, 4) if runs else 0.0,
+        "tokens_per_run": {
+            "input": round(sum(tin_all) / runs, 1) if runs else 0.0,
+            "output": round(sum(tout_all) / runs, 1) if runs else 0.0,
+        },
+        "cost_per_run": round(sum(known_costs) / len(known_costs), 6) if known_costs and len(known_costs) == runs else None,
+        "failures": {
+            "by_origin_error_type": dict(sorted(by_type.items())),
+            "by_bug_class": dict(sorted(by_class.items())),
+        },
+    }
