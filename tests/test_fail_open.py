@@ -35,7 +35,7 @@ def baseline(client):
 @pytest.mark.parametrize("target,attribute", [
     (recorder_steps.hashing, "context_hash"),  # while opening a step
     (openai_provider, "parse_response"),  # while reading the response
-    (recorder_steps, "_detect_loop"),  # after the response, inside the run's lock
+    (recorder_steps.guards, "check_tool_calls"),  # after the response, inside the run's lock
 ])
 def test_error_in_chat_wrapper_leaves_result_unchanged(instrument, client, baseline, caplog, monkeypatch, target, attribute):
     instrument(entrypoints="support_agent:handle_ticket")

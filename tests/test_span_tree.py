@@ -91,7 +91,8 @@ def test_links_decided_by_and_consumes_with_their_mirror(instrument, client):
         return links
 
     assert edges(lookup) == [(hexid(step0), "decided_by")]
-    assert edges(calc) == [(hexid(step1), "decided_by")]
+    # calculate_refund's arguments carry values (A1001, MUG-1) that first appeared in lookup's result
+    assert edges(calc) == [(hexid(step1), "decided_by"), (hexid(lookup), "data")]
     assert edges(step0) == []
     assert edges(step1) == [(hexid(lookup), "consumes")]
     assert edges(step2) == [(hexid(calc), "consumes")]

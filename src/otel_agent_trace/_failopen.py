@@ -11,6 +11,8 @@ import logging
 import threading
 from typing import Any, Callable, TypeVar
 
+from otel_agent_trace.errors import HostFacingError
+
 logger = logging.getLogger("otel_agent_trace")
 T = TypeVar("T")
 
@@ -29,9 +31,14 @@ def log_once(where: str, exc: BaseException) -> None:
 
 
 def safely(where: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
-    """Run `fn`; on any exception log it once and return None."""
+    """Run `fn`; on any exception log it once and return None.
+
+    Exceptions we raise into the agent on purpose (`HostFacingError`) pass through.
+    """
     try:
         return fn(*args, **kwargs)
+    except HostFacingError:
+        raise
     except Exception as exc:  # noqa: BLE001 - fail-open is the contract
         log_once(where, exc)
         return None

@@ -13,10 +13,12 @@ import threading
 import orjson
 from opentelemetry import trace
 
+from otel_agent_trace._failopen import log_once
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.version import __version__
 
 SCOPE = "otel_agent_trace"
+_UNLOADED = object()
 
 
 class Recorder:
@@ -24,6 +26,20 @@ class Recorder:
         self.config = config or AgentTraceConfig.from_env()
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
         self.enabled = True
+        self._final_schema: object = _UNLOADED
+
+    def final_schema(self) -> dict | None:
+        """The JSON Schema of `OTEL_AGENT_TRACE_FINAL_SCHEMA`, read once (None when unset or unreadable)."""
+        if self._final_schema is _UNLOADED:
+            self._final_schema = None
+            path = self.config.final_schema
+            if path:
+                try:
+                    with open(path, "rb") as handle:
+                        self._final_schema = orjson.loads(handle.read())
+                except (OSError, orjson.JSONDecodeError) as exc:
+                    log_once(f"final schema {path}", exc)
+        return self._final_schema  # type: ignore[return-value]
 
     def clip(self, text: str | None) -> str | None:
         """Truncate text to `max_attribute_bytes` (UTF-8), marking the cut."""

@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_trace._failopen import safely
+from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.model import (
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
@@ -56,7 +57,9 @@ def end_run(recorder: Recorder, run: RunState, exc: BaseException | None = None,
             return
         run.ended = True
         close_open_step(run, end_ns)
-        if exc is not None:
+        if isinstance(exc, AgentBudgetExceeded):
+            run.span.record_exception(exc)  # already marked critical, budget_exceeded, when raised
+        elif exc is not None:
             mark_critical(run, ErrorType.RUN_EXCEPTION, f"{type(exc).__name__}: {exc}", exc)
         run.span.end(end_time=end_ns)
 
@@ -83,14 +86,18 @@ def current_run() -> RunState | None:
 
 
 @contextlib.contextmanager
-def agent_run(name: str | None = None) -> Iterator[RunState | None]:
+def agent_run(name: str | None = None, validate: Callable[[str], Any] | None = None) -> Iterator[RunState | None]:
     """`with agent_run("support"):` records everything inside as one run.
 
     An exception leaving the block marks the run failed (status ERROR, phase `critical`,
-    `agent_trace.error.type=run_exception`) and is re-raised unchanged.
+    `agent_trace.error.type=run_exception`) and is re-raised unchanged. `validate(final_answer)`
+    judges the model's final answers: returning False or a reason string, or raising, marks the
+    run critical with `final_answer_invalid`; None or True accepts.
     """
     recorder = get_recorder()
     run = safely("agent_run.begin", begin_run, recorder, name, False) if recorder.enabled else None
+    if run is not None:
+        run.validate = validate
     if run is None:
         yield None
         return

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from opentelemetry.trace import Span, SpanContext
 
@@ -30,7 +30,13 @@ class ToolRecord:
     span_context: SpanContext
     step_index: int | None
     source: str  # "explicit" | "inferred"
+    phase: str | None = None
     retried: bool = False  # a later retry_of points here
+
+    @property
+    def failing(self) -> bool:
+        """Non-ok, or carrying an upstream error: what a strong dependency must not rely on."""
+        return self.outcome is not Outcome.OK or self.phase == "propagate"
 
 
 @dataclass
@@ -67,10 +73,18 @@ class RunState:
     records_by_call_id: dict[str, ToolRecord] = field(default_factory=dict)
     records: list[ToolRecord] = field(default_factory=list)
     seen_messages: set[str] = field(default_factory=set)
+    message_roles: dict[str, str] = field(default_factory=dict)  # short hash -> role
     last_request_hashes: list[str] = field(default_factory=list)
     last_output_hash: str | None = None
     call_counts: Counter = field(default_factory=Counter)
     tokens: int = 0
+    # value flow (recorder/flow.py): value key -> the first tool result it appeared in
+    value_producers: dict[str, ToolRecord] = field(default_factory=dict)
+    # values the model legitimately received: tool results, user, system and developer messages
+    known_values: set[str] = field(default_factory=set)
+    resource_writers: dict[str, ToolRecord] = field(default_factory=dict)
+    validate: Callable[[str], Any] | None = None
+    budget_exceeded: str | None = None
     ended: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock)
 

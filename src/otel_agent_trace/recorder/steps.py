@@ -18,6 +18,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_trace import hashing
+from otel_agent_trace.recorder import guards
+from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
@@ -38,7 +40,6 @@ from otel_agent_trace.model import (
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     LIFECYCLE_PHASE,
-    LOOP_COUNT,
     OP_CHAT,
     STEP_INDEX,
     STEP_KIND,
@@ -48,10 +49,8 @@ from otel_agent_trace.model import (
     ChatResponse,
     ErrorType,
     Message,
-    Outcome,
     Phase,
     Relation,
-    parse_json_or_text,
 )
 from otel_agent_trace.recorder.core import Recorder
 from otel_agent_trace.recorder.links import Dependencies
@@ -59,6 +58,8 @@ from otel_agent_trace.recorder.runs import begin_run, current_run, end_run
 from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, implicit_run
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
+# messages whose values the model legitimately received (the fabrication check's ground truth)
+_RECEIVED_ROLES = ("user", "system", "developer", "tool")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
@@ -118,6 +119,11 @@ def start_chat(recorder: Recorder, request: ChatRequest, message_hashes: list[st
         run = begin_run(recorder, None, implicit=True)
         implicit_run.set(run)
     with run.lock:
+        exceeded = guards.check_budget(recorder, run)
+        if exceeded is not None:
+            if run.implicit:
+                end_run(recorder, run, exceeded)
+            raise exceeded
         deps = Dependencies()
         infer_tool_results(recorder, run, request, deps)
         close_open_step(run)
@@ -156,13 +162,16 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
         CONTEXT_MESSAGES: len(hashes),
     }
     new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
-    run.seen_messages.update(h for h, _ in new)
+    for h, m in new:
+        run.seen_messages.add(h)
+        run.message_roles[h] = m.role
+        if m.role in _RECEIVED_ROLES and m.content:
+            run.known_values |= distinctive_values(m.content)
     content = recorder.content_json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
     if content is not None:
         attributes[NEW_MESSAGES] = content
     attributes.update(deps.attributes())
-    consumed_failures = [t for t in deps.targets(Relation.CONSUMES) if _outcome_of(run, t) is not Outcome.OK]
-    if consumed_failures:
+    if any(_failing(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
     now = time.time_ns()
     span = recorder.tracer.start_span(
@@ -174,17 +183,18 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
         start_time=now,
     )
     step = StepState(index=index, span=span, started_ns=now, phase=attributes.get(LIFECYCLE_PHASE))
+    guards.check_context_dropped(run, step, short)
     run.steps.append(step)
     run.open_step = step
     run.last_request_hashes = list(hashes)
     return step
 
 
-def _outcome_of(run: RunState, span_context: trace.SpanContext) -> Outcome:
+def _failing(run: RunState, span_context: trace.SpanContext) -> bool:
     for record in run.records:
         if record.span_context.span_id == span_context.span_id:
-            return record.outcome
-    return Outcome.OK
+            return record.failing
+    return False
 
 
 def close_open_step(run: RunState, end_ns: int | None = None) -> None:
@@ -248,28 +258,10 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
         for call in response.tool_calls:
             run.pending[call.id] = PendingCall(call=call, step=step)
         if truncated:
-            _mark_step_origin(step, ErrorType.TRUNCATED_OUTPUT)
-        _detect_loop(inv.recorder, run, step, response)
+            guards.mark_origin(step, ErrorType.TRUNCATED_OUTPUT)
+        guards.check_tool_calls(inv.recorder, run, step, inv.request, response)
         step.final = kind == "final"
+        if step.final:
+            guards.check_final_answer(inv.recorder, run, step, response.content)
     if step.final and run.implicit:
         end_run(inv.recorder, run)
-
-
-def _mark_step_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
-    step.span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
-    step.span.set_attribute(ERROR_TYPE, error_type.value)
-    step.phase = Phase.ORIGIN.value
-    if event:
-        step.span.add_event(error_type.value, event)
-
-
-def _detect_loop(recorder: Recorder, run: RunState, step: StepState, response: ChatResponse) -> None:
-    """The same tool with the same arguments requested `loop_threshold` times in one run."""
-    threshold = recorder.config.loop_threshold
-    for call in response.tool_calls:
-        key = (call.name, hashing.value_key(parse_json_or_text(call.arguments)))
-        run.call_counts[key] += 1
-        count = run.call_counts[key]
-        if threshold > 0 and count == threshold:
-            step.span.set_attribute(LOOP_COUNT, count)
-            _mark_step_origin(step, ErrorType.LOOP_DETECTED, **{"gen_ai.tool.name": call.name, LOOP_COUNT: count})

@@ -10,7 +10,8 @@ the decision's end to the request's start. A call recorded explicitly is never i
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -39,20 +40,32 @@ from otel_agent_trace.model import (
     parse_json_or_text,
 )
 from otel_agent_trace.hashing import value_key
+from otel_agent_trace.recorder import flow
 from otel_agent_trace.recorder.core import Recorder
 from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, ToolRecord
 
 
+@dataclass
+class ToolStart:
+    """What is known when a tool span opens: its edges, and what it reads and writes."""
+
+    span: trace.Span
+    name: str
+    call_id: str | None
+    arguments: str | None
+    step: StepState | None
+    retry_of: ToolRecord | None
+    upstream_failing: bool  # a strong dependency (deciding step, data, resource) carries an error
+    writes: set[str]
+
+
 class ToolInvocation:
     """One explicit tool execution; `finish(result)` or `fail(exc)` ends it exactly once."""
 
-    def __init__(self, recorder: Recorder, run: RunState, span: trace.Span, name: str, call_id: str | None,
-                 arguments: str | None, step: StepState | None, retry_of: ToolRecord | None, pending: PendingCall | None):
-        self.recorder, self.run, self.span = recorder, run, span
-        self.name, self.call_id, self.arguments = name, call_id, arguments
-        self.step, self.retry_of, self.pending = step, retry_of, pending
-        self._token = otel_context.attach(trace.set_span_in_context(span))
+    def __init__(self, recorder: Recorder, run: RunState, start: ToolStart, pending: PendingCall | None):
+        self.recorder, self.run, self.start, self.pending = recorder, run, start, pending
+        self._token = otel_context.attach(trace.set_span_in_context(start.span))
         self._done = False
 
     def finish(self, result: Any) -> None:
@@ -68,25 +81,28 @@ class ToolInvocation:
         self._done = True
         otel_context.detach(self._token)
         result_text = result if isinstance(result, str) or result is None else _json_text(result)
-        record = _close_tool_span(self.recorder, self.run, self.span, self.name, self.call_id, self.arguments,
-                                  outcome, result_text, exc, self.step, self.retry_of, "explicit", None)
+        record = _close_tool_span(self.recorder, self.run, self.start, outcome, result_text, exc, "explicit", None)
         if self.pending is not None:
             self.pending.record = record
 
 
-def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, call_id: str | None = None) -> ToolInvocation:
-    """Open an explicit tool span, matched to the model's pending call when one fits."""
+def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, call_id: str | None = None,
+               reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolInvocation:
+    """Open an explicit tool span, matched to the model's pending call when one fits.
+
+    `reads` / `writes` name the arguments that are resources the tool reads or writes.
+    """
     with run.lock:
         arguments_text = arguments if isinstance(arguments, str) or arguments is None else _json_text(arguments)
         pending = _match_pending(run, name, arguments_text, call_id)
         if pending is not None:
             call_id = pending.call.id
         step = pending.step if pending is not None else run.open_step
-        span, retry_of = _open_tool_span(recorder, run, name, call_id, arguments_text, step, "explicit", None)
-        invocation = ToolInvocation(recorder, run, span, name, call_id, arguments_text, step, retry_of, pending)
+        start = _open_tool_span(recorder, run, name, call_id, arguments_text, step, "explicit", None, reads, writes)
+        invocation = ToolInvocation(recorder, run, start, pending)
         if pending is not None:
-            # mark claimed now so a result message arriving meanwhile is not inferred twice
-            pending.record = ToolRecord(name, call_id, arguments_text, Outcome.OK, span.get_span_context(),
+            # claim the call now so a result message arriving meanwhile is not inferred twice
+            pending.record = ToolRecord(name, call_id, arguments_text, Outcome.OK, start.span.get_span_context(),
                                         step.index if step else None, "explicit")
     return invocation
 
@@ -105,12 +121,10 @@ def infer_tool_results(recorder: Recorder, run: RunState, request: ChatRequest, 
                 record = pending.record
             else:
                 step = pending.step
-                start = step.decided_ns or now
-                span, retry_of = _open_tool_span(recorder, run, pending.call.name, call_id, pending.call.arguments,
-                                                 step, "inferred", start)
-                record = _close_tool_span(recorder, run, span, pending.call.name, call_id, pending.call.arguments,
-                                          classify_result(message.content or ""), message.content, None, step,
-                                          retry_of, "inferred", now)
+                start = _open_tool_span(recorder, run, pending.call.name, call_id, pending.call.arguments, step,
+                                        "inferred", step.decided_ns or now)
+                record = _close_tool_span(recorder, run, start, classify_result(message.content or ""),
+                                          message.content, None, "inferred", now)
             run.records_by_call_id[call_id] = record
         if record is not None and pending is not None:
             run.pending.pop(call_id, None)
@@ -132,10 +146,27 @@ def _match_pending(run: RunState, name: str, arguments: str | None, call_id: str
 
 
 def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str | None, arguments: str | None,
-                    step: StepState | None, source: str, start_ns: int | None) -> tuple[trace.Span, ToolRecord | None]:
+                    step: StepState | None, source: str, start_ns: int | None,
+                    reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolStart:
     deps = Dependencies()
+    upstream_failing = False
     if step is not None:
         deps.add(step.span.get_span_context(), Relation.DECIDED_BY)
+        upstream_failing = step.phase in (Phase.ORIGIN.value, Phase.PROPAGATE.value)
+    argument_values = flow.distinctive_values(arguments) if arguments else set()
+    for key in sorted(argument_values):
+        producer = run.value_producers.get(key)
+        if producer is not None:
+            deps.add(producer.span_context, Relation.DATA)
+            upstream_failing = upstream_failing or producer.failing
+    written = flow.declared_values(arguments, writes) if writes else (
+        flow.path_like(argument_values) if flow.is_writer(name) else set())
+    read = flow.declared_values(arguments, reads) if reads else flow.path_like(argument_values) - written
+    for key in sorted(read):
+        writer = run.resource_writers.get(key)
+        if writer is not None:
+            deps.add(writer.span_context, Relation.RESOURCE)
+            upstream_failing = upstream_failing or writer.failing
     retry_of = _failed_predecessor(run, name)
     if retry_of is not None:
         deps.add(retry_of.span_context, Relation.RETRY_OF)
@@ -161,7 +192,7 @@ def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str |
         links=deps.links(),
         start_time=start_ns,
     )
-    return span, retry_of
+    return ToolStart(span, name, call_id, arguments, step, retry_of, upstream_failing, written)
 
 
 def _failed_predecessor(run: RunState, name: str) -> ToolRecord | None:
@@ -172,32 +203,53 @@ def _failed_predecessor(run: RunState, name: str) -> ToolRecord | None:
     return None
 
 
-def _close_tool_span(recorder: Recorder, run: RunState, span: trace.Span, name: str, call_id: str | None,
-                     arguments: str | None, outcome: Outcome, result_text: str | None, exc: BaseException | None,
-                     step: StepState | None, retry_of: ToolRecord | None, source: str, end_ns: int | None) -> ToolRecord:
+def _close_tool_span(recorder: Recorder, run: RunState, start: ToolStart, outcome: Outcome, result_text: str | None,
+                     exc: BaseException | None, source: str, end_ns: int | None) -> ToolRecord:
+    span = start.span
     span.set_attribute(TOOL_OUTCOME, outcome.value)
     if recorder.config.capture_content and result_text is not None:
         span.set_attribute(GEN_AI_TOOL_CALL_RESULT, recorder.clip(result_text))
     if outcome is not Outcome.OK:
-        error_type = OUTCOME_ERROR_TYPE[outcome]
-        span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
-        span.set_attribute(ERROR_TYPE, error_type.value)
+        span.set_attribute(ERROR_TYPE, OUTCOME_ERROR_TYPE[outcome].value)
         if exc is not None:
             span.set_attribute(ERROR_TYPE_SEMCONV, type(exc).__qualname__)
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-    elif retry_of is not None:
-        span.set_attribute(LIFECYCLE_PHASE, Phase.RECOVERED.value)
+    phase = _phase(start, outcome)
+    if phase is not None:
+        span.set_attribute(LIFECYCLE_PHASE, phase)
     span.end(end_time=end_ns)
-    record = ToolRecord(name, call_id, arguments, outcome, span.get_span_context(),
-                        step.index if step else None, source)
+    record = ToolRecord(start.name, start.call_id, start.arguments, outcome, span.get_span_context(),
+                        start.step.index if start.step else None, source, phase)
     with run.lock:
-        if retry_of is not None:
-            retry_of.retried = True
+        if start.retry_of is not None:
+            start.retry_of.retried = True
         run.records.append(record)
-        if call_id:
-            run.records_by_call_id[call_id] = record
+        if start.call_id:
+            run.records_by_call_id[start.call_id] = record
+        if result_text:
+            values = flow.distinctive_values(result_text)
+            run.known_values |= values
+            for key in values:
+                run.value_producers.setdefault(key, record)
+        for key in start.writes:
+            run.resource_writers[key] = record
     return record
+
+
+def _phase(start: ToolStart, outcome: Outcome) -> str | None:
+    """recovered: a retry that worked; propagate: an upstream error flows in; origin: a new one.
+
+    `recovered` is provisional online: the analyzer confirms it only when nothing later still
+    depends on the failed result.
+    """
+    if start.retry_of is not None and outcome is Outcome.OK:
+        return Phase.RECOVERED.value
+    if start.upstream_failing:
+        return Phase.PROPAGATE.value
+    if outcome is not Outcome.OK:
+        return Phase.ORIGIN.value
+    return None
 
 
 def _json_text(value: Any) -> str:

@@ -1,0 +1,118 @@
+"""Value flow: which earlier tool produced a value a tool now uses (`data`), and which tool
+wrote a resource a tool now reads or runs (`resource`). Both are strong dependencies.
+
+A value is *distinctive* when it can identify something, so that meeting it again is evidence
+of flow, not coincidence:
+- a number whose absolute value is >= 10 (ids, amounts; not 0, 1, counters or booleans);
+- a string (a JSON leaf, or a token of free text split on white space, quotes and brackets) of
+  3+ characters that contains a digit (`A1001`, `C-77`, `2026-11-30`), or that contains one of
+  `/ . _ - @ :` with 4+ characters and a letter (`count.py`, `src/app`, `a@b.io`, `user_id`).
+Plain words (`shipped`, `true`, `null`) and one-letter strings are never distinctive. Numbers in
+text (`$25.00`) are read as numbers, so they meet the same value in JSON (`25.0`).
+
+Resources: a tool *writes* the path-like values of its arguments when it declares so
+(`@tool(writes="path")`) or when its name says so (write/save/create/put/upload/store/append/
+edit/mkdir/touch/set/update/delete); any later tool whose arguments mention a written path *reads*
+it (`run_shell("python count.py")` after `write_file("count.py")`), or it declares `reads=`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Iterator
+
+from otel_agent_trace.model import parse_json_or_text
+
+_TOKEN_SPLIT = re.compile(r"[\s\"'`()\[\]{}<>,;=|]+")
+_TRIM = "$€£¥.,:;!?*#%"
+_WRITER = re.compile(r"(write|save|create|put|upload|store|append|edit|mkdir|touch|set|update|delete|remove)", re.I)
+_PATHLIKE = re.compile(r"^[\w.\-~/]*[./][\w.\-~/]*$")
+MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
+
+
+def value_key(value: Any) -> str | None:
+    """The key of a distinctive value, else None (see the module docstring)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return f"n:{float(value):g}" if abs(value) >= 10 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().strip(_TRIM) if len(value) < 256 else value.strip()
+    if len(text) < 3:
+        return None
+    number = _as_number(text)
+    if number is not None:
+        return f"n:{number:g}" if abs(number) >= 10 else None
+    if any(c.isdigit() for c in text):
+        return f"s:{text}"
+    if len(text) >= 4 and any(c in "/._-@:" for c in text) and any(c.isalpha() for c in text) and " " not in text:
+        return f"s:{text}"
+    return None
+
+
+def _as_number(text: str) -> float | None:
+    if not (text[0].isdigit() or text[0] in "+-."):
+        return None
+    try:
+        return float(text.replace(",", "")) if text.count(",") <= 3 else None
+    except ValueError:
+        return None
+
+
+def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Scalar leaves of a JSON-like value; long strings also yield their tokens."""
+    if depth > 32:
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from leaves(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaves(item, depth + 1)
+    elif isinstance(value, str):
+        yield value
+        if len(value) > 2 and (" " in value or "\n" in value or len(value) > 64):
+            for token in _TOKEN_SPLIT.split(value[:MAX_SCAN_CHARS]):
+                if token and token != value:
+                    yield token
+    else:
+        yield value
+
+
+def distinctive_values(payload: Any) -> set[str]:
+    """Keys of the distinctive values in a tool result, arguments or message text.
+
+    JSON text is parsed first, so `'{"id": "A1"}'` and `{"id": "A1"}` give the same keys.
+    """
+    if isinstance(payload, str):
+        payload = parse_json_or_text(payload[:MAX_SCAN_CHARS] if len(payload) > MAX_SCAN_CHARS else payload)
+    keys = set()
+    for leaf in leaves(payload):
+        key = value_key(leaf)
+        if key is not None:
+            keys.add(key)
+    return keys
+
+
+def is_writer(tool_name: str) -> bool:
+    return bool(_WRITER.search(tool_name))
+
+
+def path_like(values: Iterable[str]) -> set[str]:
+    """The string value keys that look like paths or keys of a store (`count.py`, `/tmp/x`)."""
+    return {k for k in values if k.startswith("s:") and _PATHLIKE.match(k[2:])}
+
+
+def declared_values(arguments: Any, names: Iterable[str]) -> set[str]:
+    """Path-like value keys of the named arguments (for `@tool(reads=..., writes=...)`)."""
+    parsed = parse_json_or_text(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(parsed, dict):
+        return set()
+    keys: set[str] = set()
+    for name in names:
+        if name in parsed:
+            for leaf in leaves(parsed[name]):
+                if isinstance(leaf, str) and leaf.strip():
+                    keys.add(value_key(leaf) or f"s:{leaf.strip()}")
+    return keys

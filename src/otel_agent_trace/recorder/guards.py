@@ -1,0 +1,163 @@
+"""Guards: what the recorder checks at each decision, and the phases they set.
+
+- before an LLM call: budgets (steps, seconds, tokens), `record` or `raise`;
+- on a request: `context_dropped` (a message of the previous step is gone);
+- on a response: `unknown_tool`, `invalid_arguments` (the tool's declared JSON schema),
+  `loop_detected` (same tool, same arguments, N times in the run);
+- on a final answer: validators (`OTEL_AGENT_TRACE_FINAL_SCHEMA`, `agent_run(validate=...)`)
+  → `final_answer_invalid`, critical; `fabricated_value` (numbers and ids the model never received).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry.trace import Status, StatusCode
+
+from otel_agent_trace import hashing, schema
+from otel_agent_trace.errors import AgentBudgetExceeded
+from otel_agent_trace.model import (
+    ERROR_TYPE,
+    LIFECYCLE_PHASE,
+    LOOP_COUNT,
+    ChatRequest,
+    ChatResponse,
+    ErrorType,
+    Phase,
+    parse_json_or_text,
+)
+from otel_agent_trace.recorder.core import Recorder
+from otel_agent_trace.recorder.flow import distinctive_values
+from otel_agent_trace.recorder.state import RunState, StepState
+
+BUDGET_EXCEEDED = "agent_trace.budget.exceeded"
+FABRICATED_VALUES = "agent_trace.fabricated.values"
+DROPPED_HASHES = "agent_trace.context.dropped_hashes"
+DROPPED_ROLES = "agent_trace.context.dropped_roles"
+VALIDATION_ERRORS = "agent_trace.validation.errors"
+_INSTRUCTION_ROLES = ("system", "developer")
+
+
+def mark_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
+    """A new error appears in this step's decision or context."""
+    step.span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
+    step.span.set_attribute(ERROR_TYPE, error_type.value)
+    step.phase = Phase.ORIGIN.value
+    step.span.add_event(error_type.value, event or None)
+
+
+def mark_run_critical(run: RunState, error_type: ErrorType, description: str, **event: Any) -> None:
+    span = run.span
+    span.set_attribute(LIFECYCLE_PHASE, Phase.CRITICAL.value)
+    span.set_attribute(ERROR_TYPE, error_type.value)
+    span.set_status(Status(StatusCode.ERROR, description))
+    span.add_event(error_type.value, {"description": description, **event})
+
+
+# --- before the call ---------------------------------------------------------------------------
+def check_budget(recorder: Recorder, run: RunState) -> AgentBudgetExceeded | None:
+    """The first budget this run has exhausted, marked on the run; the error to raise, if any."""
+    config = recorder.config
+    used: list[tuple[str, float, float]] = []
+    if config.max_steps > 0:
+        used.append(("steps", config.max_steps, len(run.steps)))
+    if config.max_tokens > 0:
+        used.append(("tokens", config.max_tokens, run.tokens))
+    if config.max_seconds > 0:
+        used.append(("seconds", config.max_seconds, round(time.monotonic() - run.started, 3)))
+    for reason, limit, value in used:
+        if value >= limit:
+            exceeded = AgentBudgetExceeded(reason, limit, value)
+            if run.budget_exceeded is None:
+                run.budget_exceeded = reason
+                run.span.set_attribute(BUDGET_EXCEEDED, reason)
+                mark_run_critical(run, ErrorType.BUDGET_EXCEEDED, str(exceeded),
+                                  **{"agent_trace.budget.reason": reason, "agent_trace.budget.limit": float(limit),
+                                     "agent_trace.budget.used": float(value)})
+            return exceeded if config.budget_action == "raise" else None
+    return None
+
+
+# --- on a request ------------------------------------------------------------------------------
+def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str]) -> None:
+    """Messages of the previous step's context missing from this one (truncation, overwrite)."""
+    previous = [h[: hashing.SHORT] for h in run.last_request_hashes]
+    if not previous:
+        return
+    present = set(short_hashes)
+    dropped = [h for h in previous if h not in present]
+    if not dropped:
+        return
+    roles = [run.message_roles.get(h, "unknown") for h in dropped]
+    step.span.set_attribute(DROPPED_HASHES, dropped)
+    step.span.set_attribute(DROPPED_ROLES, roles)
+    if any(r in _INSTRUCTION_ROLES for r in roles):
+        mark_origin(step, ErrorType.CONTEXT_DROPPED, **{DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
+    else:  # a sliding window over old turns is common: worth an event, not an error
+        step.span.add_event(ErrorType.CONTEXT_DROPPED.value, {DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
+
+
+# --- on a response -----------------------------------------------------------------------------
+def check_tool_calls(recorder: Recorder, run: RunState, step: StepState, request: ChatRequest,
+                     response: ChatResponse) -> None:
+    declared = {}
+    for tool in request.tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            declared[function["name"]] = function.get("parameters")
+    threshold = recorder.config.loop_threshold
+    for call in response.tool_calls:
+        arguments = parse_json_or_text(call.arguments) if call.arguments else {}
+        if declared and call.name not in declared:
+            mark_origin(step, ErrorType.UNKNOWN_TOOL, **{"gen_ai.tool.name": call.name,
+                                                         "gen_ai.tool.call.id": call.id})
+        elif declared:
+            problems = (["$: arguments are not a JSON object"] if not isinstance(arguments, dict)
+                        else schema.errors(arguments, declared[call.name]))
+            if problems:
+                mark_origin(step, ErrorType.INVALID_ARGUMENTS, **{"gen_ai.tool.name": call.name,
+                                                                  "gen_ai.tool.call.id": call.id,
+                                                                  VALIDATION_ERRORS: problems})
+        key = (call.name, hashing.value_key(arguments))
+        run.call_counts[key] += 1
+        count = run.call_counts[key]
+        if threshold > 0 and count == threshold:
+            step.span.set_attribute(LOOP_COUNT, count)
+            mark_origin(step, ErrorType.LOOP_DETECTED, **{"gen_ai.tool.name": call.name, LOOP_COUNT: count})
+
+
+# --- on a final answer -------------------------------------------------------------------------
+def check_final_answer(recorder: Recorder, run: RunState, step: StepState, content: str | None) -> None:
+    text = content or ""
+    problems = _validation_problems(recorder, run, text)
+    if problems:
+        step.span.add_event(ErrorType.FINAL_ANSWER_INVALID.value, {VALIDATION_ERRORS: problems})
+        step.span.set_attribute(VALIDATION_ERRORS, problems)
+        mark_run_critical(run, ErrorType.FINAL_ANSWER_INVALID, "final answer invalid: " + "; ".join(problems))
+    fabricated = sorted(k[2:] for k in distinctive_values(text) - run.known_values)
+    if fabricated:
+        step.span.set_attribute(FABRICATED_VALUES, fabricated)
+        mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})
+
+
+def _validation_problems(recorder: Recorder, run: RunState, text: str) -> list[str]:
+    problems: list[str] = []
+    final_schema = recorder.final_schema()
+    if final_schema is not None:
+        parsed = parse_json_or_text(text)
+        if isinstance(parsed, str):
+            problems.append("$: final answer is not JSON")
+        else:
+            problems.extend(schema.errors(parsed, final_schema))
+    if run.validate is not None:
+        try:
+            verdict = run.validate(text)
+        except Exception as exc:  # the validator's own way of saying no
+            problems.append(f"{type(exc).__name__}: {exc}")
+        else:
+            if verdict is False:
+                problems.append("rejected by validator")
+            elif isinstance(verdict, str) and verdict:
+                problems.append(verdict)
+    return problems
