@@ -1,6 +1,6 @@
 """`otel-agent-trace`: the command line.
 
-`analyze FILE... [--format text|json]`. Exit codes: 0 every input read; 1 some lines were bad
+`analyze FILE... [--format text|json|md|html] [--rules FILE]`, `show TRACE_ID FILE...`. Exit codes: 0 every input read; 1 some lines were bad
 (the rest was still analysed); 2 unusable arguments or an unreadable file.
 """
 
@@ -20,8 +20,16 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     analyze = sub.add_parser("analyze", help="find where each failed run's error originated")
     analyze.add_argument("paths", nargs="+", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
-    analyze.add_argument("--format", choices=("text", "json"), default="text")
+    analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
+    analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
+    analyze.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                         help="ANSI colour in the text report (auto: when stdout is a terminal)")
+    show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
+    show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
+    show.add_argument("paths", nargs="+", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
+    show.add_argument("--rules", help="critical-failure rules file")
+    show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     return parser
 
 
@@ -32,21 +40,84 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command == "analyze":
         return _analyze(args)
+    if args.command == "show":
+        return _show(args)
     return EXIT_UNUSABLE
+
+
+def _color(args: argparse.Namespace) -> bool:
+    import os
+
+    if args.color == "auto":
+        return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return args.color == "always"
+
+
+def _rules(args: argparse.Namespace) -> tuple[list | None, dict]:
+    """(rules or None for the built-ins, team config); RulesError is the caller's."""
+    from otel_agent_trace.analyzer.rules import load_config, load_rules
+
+    if not getattr(args, "rules", None):
+        return None, {}
+    return load_rules(args.rules), load_config(args.rules)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from otel_agent_trace.analyzer.analysis import analyze
+    from otel_agent_trace.analyzer.enrich import apply_rules
+    from otel_agent_trace.analyzer.replay import render as render_replay
+    from otel_agent_trace.analyzer.rules import RulesError
+
+    try:
+        rules, _ = _rules(args)
+    except RulesError as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    analysis = analyze(args.paths)
+    if rules is not None:
+        apply_rules(analysis, rules)
+    wanted = args.trace_id.lower()
+    found = [f for f in analysis.findings if f.run.trace_id.startswith(wanted)]
+    if not found:
+        print(f"otel-agent-trace: no run with trace id {args.trace_id} in the inputs", file=sys.stderr)
+        return EXIT_UNUSABLE
+    sys.stdout.write("\n".join(render_replay(f, color=_color(args)) for f in found))
+    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
 
 
 def _analyze(args: argparse.Namespace) -> int:
     from otel_agent_trace.analyzer.analysis import analyze
 
-    analysis = analyze(args.paths)
-    if args.format == "json":
-        from otel_agent_trace.analyzer.report.json_report import to_dict
+    from otel_agent_trace.analyzer.rules import RulesError
 
-        text = orjson.dumps(to_dict(analysis), option=orjson.OPT_INDENT_2).decode() + "\n"
+    try:
+        rules, config = _rules(args)
+    except RulesError as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    analysis = analyze(args.paths)
+    if rules is not None:
+        from otel_agent_trace.analyzer.enrich import apply_rules
+
+        apply_rules(analysis, rules)
+    prices = config.get("prices") if isinstance(config.get("prices"), dict) else None
+    from otel_agent_trace.analyzer.report.json_report import to_dict
+
+    data = to_dict(analysis, prices)
+    if args.format == "json":
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+    elif args.format == "md":
+        from otel_agent_trace.analyzer.report.markdown import render as render_md
+
+        text = render_md(analysis, data)
+    elif args.format == "html":
+        from otel_agent_trace.analyzer.report.html import render as render_html
+
+        text = render_html(analysis, data)
     else:
         from otel_agent_trace.analyzer.report.text import render
 
-        text = render(analysis)
+        text = render(analysis, color=_color(args) and not args.output, data=data)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text)

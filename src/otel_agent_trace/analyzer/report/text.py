@@ -1,49 +1,103 @@
-"""The terminal report: one line per run, and for each failed run origin -> chain -> critical."""
+"""The terminal report: fleet line and metrics, one line per run, and for each failed run a compact
+table origin -> chain -> critical with bug class, confidence and evidence. ANSI colour only when
+asked (the CLI asks when stdout is a terminal and NO_COLOR is unset)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
+PHASE_COLOR = {"origin": "31;1", "propagate": "33", "recovered": "32", "critical": "35;1"}
+CLASS_COLOR = {"tool": "36;1", "model_decision": "33;1", "prompt": "34;1"}
 
-def render(analysis: Analysis) -> str:
-    data = to_dict(analysis)
+
+class _Paint:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str | None) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and code else text
+
+
+def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None = None) -> str:
+    data = data if data is not None else to_dict(analysis)
+    paint = _Paint(color)
     lines: list[str] = []
     for item in data["inputs"]:
         if item.get("error"):
-            lines.append(f"! {item['path']}: {item['error']}")
+            lines.append(paint(f"! {item['path']}: {item['error']}", "31"))
         for bad in item["bad_lines"]:
-            lines.append(f"! {item['path']}:{bad['line']}: {bad['reason']}")
+            lines.append(paint(f"! {item['path']}:{bad['line']}: {bad['reason']}", "31"))
     summary = data["summary"]
     lines.append(f"{summary['runs']} run(s), {summary['failed_runs']} failed, "
                  f"{summary['avg_steps_per_run']:.1f} steps per run on average")
+    metrics = summary.get("metrics")
+    if metrics and metrics["runs"]:
+        lines.extend(_metrics(metrics))
     for run in data["runs"]:
         label = run["agent"] or "agent"
-        head = f"{'FAILED' if run['status'] == 'failed' else 'ok    '} {label}  trace {run['trace_id']}  {run['steps']} steps"
+        status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
         lines.append("")
-        lines.append(head)
+        lines.append(f"{status} {label}  trace {run['trace_id']}  {run['steps']} steps")
         if run["status"] != "failed":
             if run["recovered"]:
                 lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
             continue
         critical = run["critical"]
-        lines.append(f"  critical : {critical['error_type']} - {critical['description']}")
+        rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
+        lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
+                     + (f"  [{rules}]" if rules else ""))
         origin = run["origin"]
         if origin is None:
             lines.append("  origin   : not found in the trace")
+            if run.get("bug_class"):
+                lines.append(f"  bug class: {paint(run['bug_class'], CLASS_COLOR.get(run['bug_class']))}")
         else:
-            lines.append(f"  origin   : {_where(origin)}  {origin['error_type']}  (span {origin['span_id']})")
-            lines.append(f"  bug class: {run['bug_class'] or 'unknown'}")
+            conf = run.get("confidence")
+            conf_text = f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
+            lines.append(f"  origin   : {paint(_where(origin), PHASE_COLOR['origin'])}  {origin['error_type']}  "
+                         f"(span {origin['span_id']}){conf_text}")
+            bug = run["bug_class"] or "unknown"
+            lines.append(f"  bug class: {paint(bug, CLASS_COLOR.get(bug))}")
             lines.append("  chain    :")
-            relation = None
-            for hop in run["chain"]:
-                via = f"  ({relation} the line above)" if relation else ""
-                error = f" [{hop['error_type']}]" if hop["error_type"] else ""
-                lines.append(f"    {hop['phase']:<9} {_where(hop)}{error}{via}")
-                relation = (hop["relation"] or "").replace("_", " ")
+            lines.extend(_chain(run["chain"], paint))
+            for n, (cand, chain) in enumerate(zip(run.get("candidates", [])[1:], run.get("chains", [])[1:]), start=2):
+                lines.append(f"  chain {n}  : from {_where(cand)} [{cand['error_type']}]  confidence {cand['confidence']:.2f}")
+                lines.extend(_chain(chain, paint))
         for note in run["evidence"]:
             lines.append(f"  evidence : {note}")
     return "\n".join(lines) + "\n"
+
+
+def _chain(chain: list[dict], paint: _Paint) -> list[str]:
+    out = []
+    relation = None
+    for hop in chain:
+        via = f"  ({relation} the line above)" if relation else ""
+        error = f" [{hop['error_type']}]" if hop["error_type"] else ""
+        phase = f"{hop['phase']:<9}"
+        out.append(f"    {paint(phase, PHASE_COLOR.get(hop['phase']))} {_where(hop)}{error}{via}")
+        relation = (hop["relation"] or "").replace("_", " ")
+    return out
+
+
+def _metrics(m: dict[str, Any]) -> list[str]:
+    spr = m["steps_per_run"]
+    out = [f"steps/run mean {spr['mean']:.1f} p50 {spr['p50']:g} p95 {spr['p95']:g}; "
+           f"loop aborts {m['loop_abort_rate']:.0%}; wrong-tool {m['wrong_tool_rate']:.0%} of {m['tool_calls']} calls; "
+           f"capture {m['trace_capture_rate']:.0%}; tokens/run {m['tokens_per_run']['input']:g} in "
+           f"{m['tokens_per_run']['output']:g} out"
+           + (f"; cost/run ${m['cost_per_run']:.4f}" if m.get("cost_per_run") is not None else "")]
+    errs = [f"{name} {v['errors']}/{v['calls']}" for name, v in m["tool_error_rate"].items() if v["errors"]]
+    if errs:
+        out.append("tool errors: " + ", ".join(errs))
+    fails = m["failures"]
+    if fails["by_bug_class"]:
+        out.append("failures: " + ", ".join(f"{k} {v}" for k, v in fails["by_bug_class"].items()) + " | " +
+                   ", ".join(f"{k} {v}" for k, v in fails["by_origin_error_type"].items()))
+    return out
 
 
 def _where(ref: dict) -> str:

@@ -1,0 +1,22 @@
+"""Re-run location and classification with a team's critical-failure rules.
+
+`analysis.analyze()` locates with the built-in rules; when `--rules` names a file, the CLI calls
+`apply_rules` to recompute every finding with the merged rule set (runs are not re-read).
+"""
+
+from __future__ import annotations
+
+from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.classify import classify
+from otel_agent_trace.analyzer.locate import locate
+from otel_agent_trace.analyzer.rules import Rule
+
+
+def apply_rules(analysis: Analysis, rules: list[Rule]) -> Analysis:
+    findings = []
+    for old in analysis.findings:
+        finding = locate(old.run, rules)
+        classify(finding)
+        findings.append(finding)
+    analysis.findings = findings
+    return analysis

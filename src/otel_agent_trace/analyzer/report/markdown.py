@@ -1,0 +1,79 @@
+"""`--format md`: the fleet summary and, per failed run, origin -> chain -> critical as tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.report.json_report import to_dict
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _where(ref: dict) -> str:
+    step = ref.get("step_index")
+    return (f"step {step} " if step is not None else "") + str(ref.get("span_name", ""))
+
+
+def _cost(value: Any) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
+    data = data if data is not None else to_dict(analysis)
+    s = data["summary"]
+    m = s.get("metrics") or {}
+    out = ["# Agent trace analysis", "",
+           f"{s['runs']} run(s), {s['failed_runs']} failed, {s['avg_steps_per_run']:.1f} steps per run on average.", ""]
+    bad = [(i["path"], b) for i in data["inputs"] for b in i["bad_lines"]]
+    errs = [i for i in data["inputs"] if i.get("error")]
+    if bad or errs:
+        out += ["## Input problems", ""]
+        out += [f"- `{i['path']}`: {_cell(i['error'])}" for i in errs]
+        out += [f"- `{p}:{b['line']}`: {_cell(b['reason'])}" for p, b in bad]
+        out.append("")
+    if m.get("runs"):
+        spr = m["steps_per_run"]
+        out += ["## Fleet metrics", "", "| metric | value |", "|---|---|",
+                f"| steps per run (mean / p50 / p95) | {spr['mean']:.2f} / {spr['p50']:g} / {spr['p95']:g} |",
+                f"| loop-abort rate | {m['loop_abort_rate']:.1%} |",
+                f"| wrong-tool rate (rule-based) | {m['wrong_tool_rate']:.1%} of {m['tool_calls']} calls |",
+                f"| trace capture rate | {m['trace_capture_rate']:.1%} |",
+                f"| tokens per run (in / out) | {m['tokens_per_run']['input']:g} / {m['tokens_per_run']['output']:g} |",
+                f"| cost per run | {_cost(m.get('cost_per_run'))} |", ""]
+        if m["tool_error_rate"]:
+            out += ["| tool | calls | errors | error rate |", "|---|---:|---:|---:|"]
+            out += [f"| `{_cell(k)}` | {v['calls']} | {v['errors']} | {v['rate']:.1%} |" for k, v in m["tool_error_rate"].items()]
+            out.append("")
+        f = m["failures"]
+        if f["by_bug_class"]:
+            out += ["Failures by bug class: " + ", ".join(f"**{k}** {v}" for k, v in f["by_bug_class"].items()) + "; "
+                    "by origin error type: " + ", ".join(f"`{k}` {v}" for k, v in f["by_origin_error_type"].items()), ""]
+    out += ["## Runs", "", "| status | agent | trace | steps | origin | bug class | confidence |", "|---|---|---|---:|---|---|---:|"]
+    for r in data["runs"]:
+        origin = f"{_where(r['origin'])} `{r['origin']['error_type']}`" if r["origin"] else ""
+        conf = "" if r.get("confidence") is None else f"{r['confidence']:.2f}"
+        out.append(f"| {r['status']} | {_cell(r['agent'])} | `{r['trace_id']}` | {r['steps']} | {_cell(origin)} | "
+                   f"{r['bug_class'] or ''} | {conf} |")
+    out.append("")
+    for r in data["runs"]:
+        if r["status"] != "failed":
+            continue
+        out += [f"### Failed run `{r['trace_id']}` ({_cell(r['agent'])})", ""]
+        c = r["critical"]
+        rules = ", ".join(dict.fromkeys(x["rule_id"] for x in r.get("rules", [])))
+        out += [f"- **critical**: `{c['error_type']}` {_cell(c['description'])}" + (f" (rules: {rules})" if rules else ""),
+                f"- **bug class**: {r['bug_class'] or 'unknown'}", ""]
+        chains = r.get("chains") or ([r["chain"]] if r["chain"] else [])
+        for n, chain in enumerate(chains, start=1):
+            cand = (r.get("candidates") or [{}])[n - 1] if r.get("candidates") else {}
+            title = f"Chain {n}" + (f" (confidence {cand['confidence']:.2f})" if cand.get("confidence") is not None else "")
+            out += [f"**{title}**", "", "| phase | span | error type | next hop depends on it by |", "|---|---|---|---|"]
+            out += [f"| {h['phase']} | {_cell(_where(h))} | {h['error_type'] or ''} | {h['relation'] or ''} |" for h in chain]
+            out.append("")
+        if r["evidence"]:
+            out += ["Evidence:", ""] + [f"- {_cell(e)}" for e in r["evidence"]] + [""]
+    return "\n".join(out) + "\n"
