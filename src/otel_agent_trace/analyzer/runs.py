@@ -6,9 +6,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
 from otel_agent_trace.model import (
     GEN_AI_AGENT_NAME,
+    STEP_KIND,
     GEN_AI_OPERATION_NAME,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
@@ -45,7 +46,10 @@ def is_run_span(span: Span) -> bool:
 
 
 def is_step_span(span: Span) -> bool:
-    return span.name.startswith(STEP_SPAN_PREFIX) and isinstance(span.attr(STEP_INDEX), int)
+    """Our `agent_step N` spans, or the decision spans normalization marked (see normalize/)."""
+    if not isinstance(span.attr(STEP_INDEX), int):
+        return False
+    return span.name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in span.attributes and STEP_KIND in span.attributes)
 
 
 def is_tool_span(span: Span) -> bool:

@@ -35,6 +35,7 @@ class Span:
     links: list[Link] = field(default_factory=list)
     resource: dict[str, Any] = field(default_factory=dict)
     source: tuple[str, int] | None = None  # (path, line) it was read from
+    kind: int = 0  # OTLP SpanKind: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer
 
     def attr(self, key: str, default: Any = None) -> Any:
         return self.attributes.get(key, default)
@@ -52,3 +53,16 @@ class InputReport:
     spans: int = 0
     bad_lines: list[BadLine] = field(default_factory=list)
     error: str | None = None  # the whole input was unreadable
+    # kept as read but odd (unknown enum values, orphans, link cycles): reported, not counted as bad
+    warnings: list[BadLine] = field(default_factory=list)
+
+    def bad(self, line: int, reason: str) -> None:
+        self.bad_lines.append(BadLine(line, reason))
+
+    def warn(self, line: int, reason: str) -> None:
+        self.warnings.append(BadLine(line, reason))
+
+
+# Set on spans the analyzer rewrote from a foreign convention (value: `openinference`,
+# `openllmetry`, `genai`); spans of our own instrumentation never carry it.
+NORMALIZED_FROM = "agent_trace.normalized_from"

@@ -1,155 +1,403 @@
 """OTLP JSON reader: JSON Lines (one ExportTraceServiceRequest per line, as the Collector's file
-exporter and `agent_trace_file` write) or a single OTLP JSON document; `.gz` files too.
+exporter and `agent_trace_file` write), a single OTLP JSON document (pretty-printed too), the
+Collector's zstd frames, and the wrappers backends put around OTLP JSON: Jaeger v2's
+`/api/v3/traces` (`{"result": {...}}`), Tempo's `/api/traces/<id>` (`{"batches": [...]}`) and
+`/api/v2/traces/<id>` (`{"trace": {...}}`). A Jaeger JSON document (`{"data": [...]}`) found in
+the same input is handed to `jaeger_json`.
 
-A line that cannot be read is reported with its number and reason and skipped; the rest of the
-file is still read. Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
+Robustness (the analyzer never crashes on input): a record that cannot be read is reported with
+its number and reason and skipped; a span with a wrong type in a required field is dropped and
+reported; a wrong attribute is dropped and reported, the span kept; bytes that are not UTF-8 are
+replaced (U+FFFD) and reported; a string attribute over `MAX_ATTRIBUTE_CHARS` is truncated and
+reported; an unknown enum value (status code, span kind) is read as unset and noted as a warning.
+Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
+
+Speed: orjson, with a fast path that assumes well-formed spans and falls back to a careful path
+per span only when the fast one raises (NOTES.md: object creation, not disk, is the bound).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import gzip
-import itertools
-from typing import IO, Any, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
-from otel_agent_trace.analyzer.spans import BadLine, Event, InputReport, Link, Span
+from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, records
+from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
+
+MAX_ATTRIBUTE_CHARS = 1 << 20  # 1 MiB of text per attribute value; longer values are truncated
+_DOC_PROBE = 200  # a first line shorter than this that does not parse may start a pretty-printed document
+_HEX = frozenset("0123456789abcdefABCDEF")
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2, "UNSET": 0, "OK": 1, "ERROR": 2}
+_KIND_NAMES = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
+               "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
 
 
-def open_text(path: str) -> IO[bytes]:
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def read_file(path: str, report: InputReport) -> Iterator[Span]:
+def read_file(path: str, report: InputReport, progress: Callable[[int], None] | None = None) -> Iterator[Span]:
     """Spans of one file; problems go to `report` (file-level errors raise OSError)."""
-    with open_text(path) as handle:
-        first = handle.readline()
-        lines: Iterable[bytes] = itertools.chain([first], handle)
-        if _incomplete_json(first):
-            # a pretty-printed single document, or JSON Lines whose first line is broken
-            whole = first + handle.read()
-            try:
-                doc = orjson.loads(whole)
-            except orjson.JSONDecodeError:
-                lines = whole.splitlines()
-            else:
-                yield from _spans_of(doc, path, 1, report)
-                return
-        for number, raw in enumerate(lines, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                doc = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                report.bad_lines.append(BadLine(number, f"invalid JSON: {exc}"))
-                continue
-            yield from _spans_of(doc, path, number, report)
-
-
-def _incomplete_json(line: bytes) -> bool:
-    text = line.strip()
-    if not text.startswith((b"{", b"[")):
-        return False
+    source = records(path, progress)
+    number = 0
     try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
+        for number, raw in source:
+            if number == 1:
+                text = raw.strip()
+                if text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text):
+                    yield from _document(raw, source, path, report)
+                    return
+            yield from read_record(raw, number, path, report)
+    except (EOFError, OSError, ValueError) as exc:
+        # a truncated or corrupt compressed stream: what was read so far is kept
+        if isinstance(exc, OSError) and not _is_stream_error(exc):
+            raise
+        report.bad(number + 1, f"unreadable after line {number}: {type(exc).__name__}: {exc}")
+
+
+def _is_stream_error(exc: OSError) -> bool:
+    return type(exc).__name__ in ("BadGzipFile", "ZstdError") or "compressed" in str(exc).lower()
+
+
+def _unparsable(text: bytes) -> bool:
+    try:
+        _loads(text)
+    except _JSONDecodeError:
         return True
     return False
 
 
-def _spans_of(doc: Any, path: str, line: int, report: InputReport) -> Iterator[Span]:
-    if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list):
-        report.bad_lines.append(BadLine(line, "not an OTLP trace export (no resourceSpans list)"))
+def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report: InputReport) -> Iterator[Span]:
+    """A pretty-printed single document, or JSON Lines whose short first line is broken."""
+    lines = [first] + [raw for _, raw in rest]
+    try:
+        doc = _loads(b"".join(lines))
+    except _JSONDecodeError:
+        for number, raw in enumerate(lines, start=1):
+            yield from read_record(raw, number, path, report)
         return
-    for rs in doc.get("resourceSpans", doc.get("resource_spans")) or ():
+    yield from spans_of_doc(doc, path, 1, report)
+
+
+def read_record(raw: bytes, number: int, path: str, report: InputReport) -> Iterator[Span]:
+    """Spans of one record (a JSON Lines line or a decompressed frame)."""
+    if raw.startswith(BAD_RECORD):
+        report.bad(number, raw[len(BAD_RECORD):].decode("utf-8", "replace"))
+        return
+    try:
+        doc = _loads(raw)
+    except _JSONDecodeError as exc:
+        if not raw.strip():
+            return
+        message = str(exc)
+        if "UTF-8" not in message:
+            report.bad(number, f"invalid JSON ({_describe_break(raw, message)}): {message}")
+            return
+        try:
+            doc = _loads(raw.decode("utf-8", "replace").encode("utf-8", "replace"))
+        except _JSONDecodeError as again:
+            report.bad(number, f"not valid UTF-8 and invalid JSON: {again}")
+            return
+        report.bad(number, f"not valid UTF-8 at byte {_first_bad_utf8(raw)}: read with U+FFFD replacements")
+    yield from spans_of_doc(doc, path, number, report)
+
+
+def _describe_break(raw: bytes, message: str) -> str:
+    return "truncated line" if "end of data" in message or "EOF" in message else f"{len(raw)} bytes"
+
+
+def _first_bad_utf8(raw: bytes) -> int:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return -1
+
+
+def spans_of_doc(doc: Any, path: str, line: int, report: InputReport) -> Iterator[Span]:
+    """Spans of one parsed document, whatever known wrapper it has."""
+    if isinstance(doc, dict):
+        resource_spans = doc.get("resourceSpans")
+        if resource_spans is None:
+            resource_spans = doc.get("resource_spans", doc.get("batches"))
+        if resource_spans is None:
+            inner = doc.get("result", doc.get("trace"))
+            if isinstance(inner, dict):  # Jaeger v2 /api/v3/traces, Tempo /api/v2/traces/<id>
+                yield from spans_of_doc(inner, path, line, report)
+                return
+            if "data" in doc or ("traceID" in doc and "spans" in doc):
+                from otel_agent_trace.analyzer.readers.jaeger_json import spans_of_jaeger
+
+                yield from spans_of_jaeger(doc, path, line, report)
+                return
+            if not doc:  # `{}`: an empty export (Tempo answers a missing trace so)
+                return
+        if isinstance(resource_spans, list):
+            yield from _resource_spans(resource_spans, path, line, report)
+            return
+    elif isinstance(doc, list) and doc and all(isinstance(d, dict) for d in doc):
+        for item in doc:  # an array of exports or of Jaeger traces
+            yield from spans_of_doc(item, path, line, report)
+        return
+    report.bad(line, "not an OTLP trace export (no resourceSpans list)")
+
+
+def _resource_spans(resource_spans: list, path: str, line: int, report: InputReport) -> Iterator[Span]:
+    source = (path, line)
+    for rs in resource_spans:
         if not isinstance(rs, dict):
-            report.bad_lines.append(BadLine(line, "resourceSpans entry is not an object"))
+            report.bad(line, "resourceSpans entry is not an object")
             continue
-        resource = attributes_of((rs.get("resource") or {}).get("attributes"))
-        for ss in rs.get("scopeSpans", rs.get("scope_spans")) or ():
-            for raw in (ss or {}).get("spans") or ():
+        try:
+            resource = attributes_of((rs.get("resource") or {}).get("attributes"))
+        except Exception:  # noqa: BLE001
+            resource = _attributes_careful((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict) else None, line, report, "resource")
+        scope_spans = rs.get("scopeSpans")
+        if scope_spans is None:
+            scope_spans = rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))
+        if not isinstance(scope_spans, list):
+            if scope_spans is not None:
+                report.bad(line, f"scopeSpans is {type(scope_spans).__name__}, not a list")
+            continue
+        for ss in scope_spans:
+            spans = ss.get("spans") if isinstance(ss, dict) else None
+            if not isinstance(spans, list):
+                if spans is not None or not isinstance(ss, dict):
+                    report.bad(line, "scopeSpans entry without a spans list")
+                continue
+            for raw in spans:
                 try:
                     span = span_of(raw, resource)
-                except (KeyError, TypeError, ValueError) as exc:
-                    report.bad_lines.append(BadLine(line, f"unreadable span: {type(exc).__name__}: {exc}"))
-                    continue
-                span.source = (path, line)
+                except Exception:  # noqa: BLE001 - the careful path says what is wrong
+                    span = _span_careful(raw, resource, line, report)
+                    if span is None:
+                        continue
+                span.source = source
                 report.spans += 1
                 yield span
 
 
 def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
-    status = raw.get("status") or {}
+    """The fast path: a well-formed span (raises on anything unusual)."""
+    get = raw.get
+    trace_id = get("traceId")
+    span_id = get("spanId")
+    parent = get("parentSpanId")
+    if trace_id is None:
+        trace_id, span_id, parent = raw["trace_id"], raw["span_id"], get("parent_span_id")
+    status = get("status")
+    if status:
+        code = status.get("code", 0)
+        if code.__class__ is not int or not 0 <= code <= 2:
+            code = _STATUS_NAMES[code]
+        message = status.get("message") or ""
+        if message.__class__ is not str:
+            raise TypeError("status.message")
+    else:
+        code, message = 0, ""
+    kind = get("kind", 0)
+    if kind.__class__ is not int or not 0 <= kind <= 5:
+        kind = _KIND_NAMES[kind]
+    name = get("name", "")
+    if name.__class__ is not str:
+        raise TypeError("name")
+    events = get("events")
+    links = get("links")
     return Span(
-        trace_id=hex_id(raw["traceId"] if "traceId" in raw else raw["trace_id"], 16),
-        span_id=hex_id(raw["spanId"] if "spanId" in raw else raw["span_id"], 8),
-        parent_id=hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"), 8) or None,
-        name=str(raw.get("name", "")),
-        start_ns=int(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano") or 0),
-        end_ns=int(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano") or 0),
-        status_code=_status_code(status.get("code", 0)),
-        status_message=str(status.get("message") or ""),
-        attributes=attributes_of(raw.get("attributes")),
-        events=[Event(str(e.get("name", "")), int(e.get("timeUnixNano") or 0), attributes_of(e.get("attributes")))
-                for e in raw.get("events") or ()],
-        links=[Link(hex_id(k.get("traceId"), 16), hex_id(k.get("spanId"), 8), attributes_of(k.get("attributes")))
-               for k in raw.get("links") or ()],
-        resource=resource,
+        _hex(trace_id, 32), _hex(span_id, 16), _hex(parent, 16) if parent else None, name,
+        int(get("startTimeUnixNano") or get("start_time_unix_nano") or 0),
+        int(get("endTimeUnixNano") or get("end_time_unix_nano") or 0),
+        code, message, attributes_of(get("attributes")),
+        [Event(e.get("name", ""), int(e.get("timeUnixNano") or 0), attributes_of(e.get("attributes"))) for e in events]
+        if events else [],
+        [Link(_hex(k["traceId"], 32), _hex(k["spanId"], 16), attributes_of(k.get("attributes"))) for k in links]
+        if links else [],
+        resource, None, kind,
     )
 
 
-def _status_code(code: Any) -> int:
-    if isinstance(code, str):
-        return {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
-    return int(code or 0)
-
-
-def hex_id(value: Any, size: int) -> str:
-    """Lowercase hex of an id given as hex (OTLP JSON) or base64 (protobuf JSON mapping)."""
-    if not value:
-        return ""
-    text = str(value)
-    if len(text) == size * 2:
-        try:
-            int(text, 16)
-            return text.lower()
-        except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"bad id {text!r}") from None
-    if len(raw) != size:
-        raise ValueError(f"bad id {text!r}")
-    return raw.hex()
+def _hex(value: Any, chars: int) -> str:
+    if value.__class__ is str and len(value) == chars and _HEX.issuperset(value):
+        return value.lower()
+    return hex_id(value, chars // 2)
 
 
 def attributes_of(raw: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in raw or ():
-        if isinstance(item, dict) and "key" in item:
-            out[item["key"]] = any_value(item.get("value"))
-    return out
+    """Attributes of a well-formed list of OTLP KeyValue (raises on anything unusual)."""
+    if not raw:
+        return {}
+    return {item["key"]: _value_fast(item["value"]) for item in raw}
+
+
+def _value_fast(value: dict) -> Any:
+    if len(value) != 1:
+        raise ValueError("AnyValue")
+    for kind, inner in value.items():
+        if kind == "stringValue":
+            if inner.__class__ is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
+                return inner
+        elif kind == "intValue":
+            if inner.__class__ is str or inner.__class__ is int:
+                return int(inner)
+        elif kind == "arrayValue":
+            values = inner.get("values")
+            return [_value_fast(v) for v in values] if values else []
+        elif kind == "boolValue":
+            if inner is True or inner is False:
+                return inner
+        elif kind == "doubleValue":
+            if inner.__class__ is float or inner.__class__ is int:
+                return float(inner)
+        else:
+            return any_value(value)
+    raise ValueError("AnyValue")
 
 
 def any_value(value: Any) -> Any:
     """Plain Python value of an OTLP AnyValue (int64 given as strings become ints)."""
     if not isinstance(value, dict) or not value:
         return None
+    if len(value) != 1:
+        raise ValueError(f"AnyValue with {len(value)} fields")
     kind, inner = next(iter(value.items()))
+    if kind == "stringValue":
+        if not isinstance(inner, str):
+            raise TypeError(f"stringValue is {type(inner).__name__}")
+        return inner
     if kind == "intValue":
+        if isinstance(inner, bool) or not isinstance(inner, (int, str)):
+            raise TypeError(f"intValue is {type(inner).__name__}")
         return int(inner)
     if kind == "doubleValue":
+        if isinstance(inner, str) and inner in ("NaN", "Infinity", "-Infinity"):
+            return float(inner.replace("Infinity", "inf"))
+        if isinstance(inner, bool) or not isinstance(inner, (int, float)):
+            raise TypeError(f"doubleValue is {type(inner).__name__}")
         return float(inner)
+    if kind == "boolValue":
+        if not isinstance(inner, bool):
+            raise TypeError(f"boolValue is {type(inner).__name__}")
+        return inner
     if kind == "arrayValue":
         return [any_value(v) for v in (inner or {}).get("values") or ()]
     if kind == "kvlistValue":
         return {kv["key"]: any_value(kv.get("value")) for kv in (inner or {}).get("values") or ()}
     if kind == "bytesValue":
         return inner
-    return inner
+    raise ValueError(f"unknown AnyValue kind {kind!r}")
+
+
+# --- the careful path: say what is wrong, keep what is usable -----------------------------------
+def _attributes_careful(raw: Any, line: int, report: InputReport, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if raw is None:
+        return out
+    if not isinstance(raw, list):
+        report.bad(line, f"{where}: attributes is {type(raw).__name__}, not a list; dropped")
+        return out
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+            report.bad(line, f"{where}: attribute without a string key dropped: {_short(item)}")
+            continue
+        key = item["key"]
+        try:
+            value = any_value(item.get("value"))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            report.bad(line, f"{where}: attribute {key!r} dropped: {type(exc).__name__}: {exc}")
+            continue
+        if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS:
+            report.bad(line, f"{where}: attribute {key!r} is {len(value)} characters; truncated to {MAX_ATTRIBUTE_CHARS}")
+            value = value[:MAX_ATTRIBUTE_CHARS]
+        out[key] = value
+    return out
+
+
+def _span_careful(raw: Any, resource: dict[str, Any], line: int, report: InputReport) -> Span | None:
+    if not isinstance(raw, dict):
+        report.bad(line, f"span is {type(raw).__name__}, not an object; dropped")
+        return None
+    try:
+        trace_id = hex_id(raw.get("traceId", raw.get("trace_id")), 16)
+        span_id = hex_id(raw.get("spanId", raw.get("span_id")), 8)
+        if not trace_id or not span_id:
+            raise ValueError("missing traceId or spanId")
+    except (TypeError, ValueError) as exc:
+        report.bad(line, f"span dropped: {exc}")
+        return None
+    where = f"span {span_id}"
+    try:
+        parent = hex_id(raw.get("parentSpanId", raw.get("parent_span_id")), 8) or None
+    except (TypeError, ValueError) as exc:
+        report.bad(line, f"{where}: parentSpanId unreadable ({exc}); read as a root")
+        parent = None
+    start = _int_field(raw, ("startTimeUnixNano", "start_time_unix_nano"), line, report, where)
+    end = _int_field(raw, ("endTimeUnixNano", "end_time_unix_nano"), line, report, where)
+    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    if raw.get("status") not in (None, {}) and not isinstance(raw.get("status"), dict):
+        report.bad(line, f"{where}: status is {type(raw.get('status')).__name__}; read as unset")
+    code = _enum(status.get("code", 0), _STATUS_NAMES, 2, line, report, where, "status code")
+    kind = _enum(raw.get("kind", 0), _KIND_NAMES, 5, line, report, where, "span kind")
+    events = []
+    for e in raw.get("events") or () if isinstance(raw.get("events"), list) else ():
+        if not isinstance(e, dict):
+            report.bad(line, f"{where}: event is not an object; dropped")
+            continue
+        events.append(Event(str(e.get("name", "")), _int_field(e, ("timeUnixNano",), line, report, where),
+                            _attributes_careful(e.get("attributes"), line, report, f"{where} event")))
+    links = []
+    for k in raw.get("links") or () if isinstance(raw.get("links"), list) else ():
+        try:
+            links.append(Link(hex_id(k.get("traceId"), 16), hex_id(k.get("spanId"), 8),
+                              _attributes_careful(k.get("attributes"), line, report, f"{where} link")))
+        except (TypeError, ValueError, AttributeError) as exc:
+            report.bad(line, f"{where}: link dropped: {exc}")
+    return Span(trace_id, span_id, parent, str(raw.get("name", "")), start, end, code,
+                str(status.get("message") or ""),
+                _attributes_careful(raw.get("attributes"), line, report, where), events, links, resource, None, kind)
+
+
+def _int_field(raw: dict, keys: tuple[str, ...], line: int, report: InputReport, where: str) -> int:
+    for key in keys:
+        if key in raw:
+            value = raw[key]
+            try:
+                if isinstance(value, bool) or isinstance(value, float):
+                    raise TypeError(type(value).__name__)
+                return int(value or 0)
+            except (TypeError, ValueError) as exc:
+                report.bad(line, f"{where}: {key} unreadable ({_short(value)}: {exc}); read as 0")
+                return 0
+    return 0
+
+
+def _enum(value: Any, names: dict[str, int], highest: int, line: int, report: InputReport, where: str, what: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= highest:
+        return value
+    if isinstance(value, str) and value in names:
+        return names[value]
+    report.warn(line, f"{where}: unknown {what} {_short(value)}; read as unset")
+    return 0
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def hex_id(value: Any, size: int) -> str:
+    """Lowercase hex of an id given as hex (OTLP JSON) or base64 (protobuf JSON mapping)."""
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"id is {type(value).__name__}, not a string")
+    text = value
+    if len(text) == size * 2 and _HEX.issuperset(text):
+        return text.lower()
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"bad id {_short(text)}") from None
+    if len(raw) != size:
+        raise ValueError(f"bad id {_short(text)}")
+    return raw.hex()

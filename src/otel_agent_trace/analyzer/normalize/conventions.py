@@ -1,0 +1,197 @@
+"""What each foreign convention says about a span: its role and, per role, the facts we need.
+
+- OpenInference (`openinference.span.kind`): AGENT → run, LLM → decision, TOOL → tool;
+  messages in `llm.input_messages.N.message.*` / `llm.output_messages.N.message.tool_calls.M.tool_call.*`,
+  tool name `tool.name`, arguments `input.value`, result `output.value`.
+- OpenLLMetry (`traceloop.span.kind`, `gen_ai.prompt.N.*`, `gen_ai.completion.N.*`): agent
+  (else workflow) → run, `llm.request.type` / prompt attributes → decision, tool → tool
+  (`traceloop.entity.name|input|output`).
+- GenAI semantic conventions (`gen_ai.operation.name`): invoke_agent → run, chat /
+  text_completion / generate_content → decision, execute_tool → tool; messages in
+  `gen_ai.input.messages` / `gen_ai.output.messages` (JSON: role + parts `text`, `tool_call`,
+  `tool_call_response`), tools in `gen_ai.tool.*`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.model import Message, ToolCall, parse_json_or_text
+
+RUN, LLM, TOOL, OTHER = "run", "llm", "tool", "other"
+_INDEXED = re.compile(r"^(\d+)\.(.*)$")
+
+
+@dataclass
+class Facts:
+    convention: str
+    role: str
+    inputs: list[Message] = field(default_factory=list)  # LLM: the context it was given
+    calls: list[ToolCall] = field(default_factory=list)  # LLM: the tool calls it decided
+    output_text: str | None = None
+    model: str | None = None
+    tool_name: str | None = None
+    call_id: str | None = None
+    arguments: Any = None
+    result: Any = None  # None: not recorded
+    agent_name: str | None = None
+
+
+def facts_of(span: Span) -> Facts | None:
+    a = span.attributes
+    if "openinference.span.kind" in a:
+        return _openinference(span)
+    if "traceloop.span.kind" in a or "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
+        return _openllmetry(span)
+    if "gen_ai.operation.name" in a:
+        return _genai(span)
+    return None
+
+
+def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`prefix.0.x.y = v` attributes as [{'x.y': v}, ...] in index order."""
+    groups: dict[int, dict[str, Any]] = {}
+    size = len(prefix)
+    for key, value in a.items():
+        if key.startswith(prefix):
+            match = _INDEXED.match(key[size:])
+            if match:
+                groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    return [groups[i] for i in sorted(groups)]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+# --- OpenInference ---------------------------------------------------------------------------
+def _oi_message(fields: dict[str, Any]) -> Message:
+    content = fields.get("message.content")
+    if content is None:
+        parts = _indexed(fields, "message.contents.")
+        content = "\n".join(str(p.get("message_content.text")) for p in parts if p.get("message_content.text")) or None
+    calls = tuple(
+        ToolCall(str(c.get("tool_call.id") or ""), str(c.get("tool_call.function.name") or ""),
+                 _text(c.get("tool_call.function.arguments")) or "")
+        for c in _indexed(fields, "message.tool_calls."))
+    return Message(str(fields.get("message.role") or ""), _text(content), calls,
+                   _text(fields.get("message.tool_call_id")), _text(fields.get("message.name")))
+
+
+def _openinference(span: Span) -> Facts:
+    a = span.attributes
+    kind = str(a.get("openinference.span.kind", "")).upper()
+    if kind == "AGENT":
+        return Facts("openinference", RUN, agent_name=_text(a.get("agent.name")) or span.name)
+    if kind == "LLM":
+        outputs = [_oi_message(m) for m in _indexed(a, "llm.output_messages.")]
+        return Facts("openinference", LLM, inputs=[_oi_message(m) for m in _indexed(a, "llm.input_messages.")],
+                     calls=[c for m in outputs for c in m.tool_calls],
+                     output_text="\n".join(m.content for m in outputs if m.content) or _text(a.get("output.value")),
+                     model=_text(a.get("llm.model_name")))
+    if kind == "TOOL":
+        return Facts("openinference", TOOL, tool_name=_text(a.get("tool.name")) or span.name,
+                     call_id=_text(a.get("tool_call.id") or a.get("tool.id")),
+                     arguments=a.get("tool_call.function.arguments", a.get("input.value")), result=a.get("output.value"))
+    return Facts("openinference", OTHER)
+
+
+# --- OpenLLMetry ------------------------------------------------------------------------------
+def _ollm_message(fields: dict[str, Any]) -> Message:
+    calls = tuple(ToolCall(str(c.get("id") or ""), str(c.get("name") or ""), _text(c.get("arguments")) or "")
+                  for c in _indexed(fields, "tool_calls."))
+    return Message(str(fields.get("role") or ""), _text(fields.get("content")), calls, _text(fields.get("tool_call_id")))
+
+
+def _openllmetry(span: Span) -> Facts:
+    a = span.attributes
+    kind = str(a.get("traceloop.span.kind", "")).lower()
+    if kind in ("agent", "workflow"):
+        facts = Facts("openllmetry", RUN, agent_name=_text(a.get("traceloop.entity.name")) or span.name)
+        facts.model = kind  # agent or workflow: an agent wins over its workflow (see normalize)
+        return facts
+    if kind == "tool":
+        return Facts("openllmetry", TOOL, tool_name=_text(a.get("traceloop.entity.name")) or span.name,
+                     arguments=_unwrap(a.get("traceloop.entity.input"), "inputs"),
+                     result=_unwrap(a.get("traceloop.entity.output"), "outputs"))
+    if "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
+        outputs = [_ollm_message(m) for m in _indexed(a, "gen_ai.completion.")]
+        return Facts("openllmetry", LLM, inputs=[_ollm_message(m) for m in _indexed(a, "gen_ai.prompt.")],
+                     calls=[c for m in outputs for c in m.tool_calls],
+                     output_text="\n".join(m.content for m in outputs if m.content) or None,
+                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")))
+    return Facts("openllmetry", OTHER)
+
+
+def _unwrap(value: Any, key: str) -> Any:
+    parsed = parse_json_or_text(value)
+    if isinstance(parsed, dict) and key in parsed and len(parsed) <= 3:
+        inner = parsed[key]
+        return inner if isinstance(inner, str) else value if inner is None else _dumps(inner)
+    return value
+
+
+def _dumps(value: Any) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+# --- GenAI semantic conventions ----------------------------------------------------------------
+_LLM_OPS = {"chat", "text_completion", "generate_content"}
+
+
+def _genai_messages(value: Any) -> list[Message]:
+    parsed = parse_json_or_text(value)
+    out: list[Message] = []
+    if not isinstance(parsed, list):
+        return out
+    for m in parsed:
+        if not isinstance(m, dict):
+            continue
+        texts, calls, answered = [], [], None
+        for part in m.get("parts") or ():
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(str(part.get("content", "")))
+            elif kind == "tool_call":
+                args = part.get("arguments")
+                calls.append(ToolCall(str(part.get("id") or ""), str(part.get("name") or ""),
+                                      args if isinstance(args, str) else _dumps(args)))
+            elif kind == "tool_call_response":
+                answered = str(part.get("id") or "") or None
+                response = part.get("response", part.get("result"))
+                texts.append(response if isinstance(response, str) else _dumps(response))
+        if "content" in m and not texts:
+            texts.append(str(m["content"]))
+        out.append(Message(str(m.get("role") or ""), "\n".join(texts) or None, tuple(calls),
+                           answered or _text(m.get("tool_call_id"))))
+    return out
+
+
+def _genai(span: Span) -> Facts:
+    a = span.attributes
+    op = str(a.get("gen_ai.operation.name"))
+    if op == "invoke_agent":
+        return Facts("genai", RUN, agent_name=_text(a.get("gen_ai.agent.name")) or span.name)
+    if op == "execute_tool":
+        return Facts("genai", TOOL, tool_name=_text(a.get("gen_ai.tool.name")) or span.name.removeprefix("execute_tool "),
+                     call_id=_text(a.get("gen_ai.tool.call.id")), arguments=a.get("gen_ai.tool.call.arguments"),
+                     result=a.get("gen_ai.tool.call.result"))
+    if op in _LLM_OPS:
+        outputs = _genai_messages(a.get("gen_ai.output.messages"))
+        return Facts("genai", LLM, inputs=_genai_messages(a.get("gen_ai.input.messages")),
+                     calls=[c for m in outputs for c in m.tool_calls],
+                     output_text="\n".join(m.content for m in outputs if m.content) or None,
+                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")))
+    return Facts("genai", OTHER)
