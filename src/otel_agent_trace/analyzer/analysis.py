@@ -1,22 +1,39 @@
-"""`analyze(paths)`: read every input, group runs, locate and classify each failure."""
+"""`analyze(paths)`: read every input, group runs, locate and classify each failure.
+
+Reading is streaming: spans are grouped by trace in a `TraceStore` that spills to a temporary
+SQLite file when the JSON read exceeds a memory budget, then traces are analysed one at a time
+(`iter_findings`, a generator whose memory is bounded by the budget plus the largest trace).
+Each trace is checked (duplicate span ids, parent cycles, orphans, dependency cycles: reported
+with file, line and reason) and normalized from foreign conventions (see `normalize/`) before
+runs are grouped. `analyze()` collects the findings into an `Analysis`, as before.
+"""
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
+import sys
+import time
 from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import Finding, locate
+from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
+from otel_agent_trace.analyzer.readers.sources import UnreadableInput
+from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
 from otel_agent_trace.analyzer.runs import group_runs
 from otel_agent_trace.analyzer.spans import InputReport, Span
+from otel_agent_trace.model import DEPENDS_ON
 
 
 @dataclass
 class Analysis:
     inputs: list[InputReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    normalized: dict[str, int] = field(default_factory=dict)  # convention -> traces rewritten
 
     @property
     def unreadable(self) -> bool:
@@ -27,34 +44,217 @@ class Analysis:
         return sum(len(i.bad_lines) for i in self.inputs)
 
 
-def expand(paths: list[str]) -> list[str]:
-    """Files named, files of directories named (sorted), and glob patterns."""
+@dataclass
+class Remote:
+    """A fetch over HTTP: `jaeger` (url, service, lookback) or `tempo` (url, traceql, lookback)."""
+
+    kind: str
+    url: str
+    service: str | None = None
+    traceql: str | None = None
+    lookback: str | None = None
+    limit: int = 100
+
+
+def expand(paths: Iterable[str]) -> list[str]:
+    """Files named, files of directories named (sorted, recursively), and glob patterns."""
     out: list[str] = []
     for path in paths:
         if os.path.isdir(path):
-            out.extend(sorted(os.path.join(path, n) for n in os.listdir(path)
-                              if os.path.isfile(os.path.join(path, n))))
+            for folder, dirs, files in os.walk(path):
+                dirs.sort()
+                out.extend(os.path.join(folder, n) for n in sorted(files) if not n.startswith("."))
         elif any(c in path for c in "*?[") and not os.path.exists(path):
-            out.extend(sorted(glob.glob(path)) or [path])
+            out.extend(sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p)) or [path])
         else:
             out.append(path)
     return out
 
 
-def analyze(paths: list[str]) -> Analysis:
+class Progress:
+    """A one-line progress bar on stderr, shown only on a terminal and after `delay` seconds."""
+
+    def __init__(self, total: int, stream=None, delay: float = 2.0, enabled: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.total = max(total, 1)
+        self.done = 0
+        self.base = 0
+        self.start = time.monotonic()
+        self.delay = delay
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.shown = False
+        self.label = ""
+
+    def file(self, label: str, base: int) -> Callable[[int], None]:
+        self.label, self.base = label, base
+        return self.update
+
+    def update(self, position: int) -> None:
+        self.done = self.base + position
+        elapsed = time.monotonic() - self.start
+        if not self.enabled or elapsed < self.delay:
+            return
+        self.shown = True
+        share = min(self.done / self.total, 1.0)
+        bar = "#" * int(share * 30)
+        rate = self.done / elapsed / 1e6
+        self.stream.write(f"\r[{bar:<30}] {share:6.1%} {self.done / 1e6:,.0f}/{self.total / 1e6:,.0f} MB "
+                          f"{rate:,.0f} MB/s {os.path.basename(self.label)[:30]:<30}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 110 + "\r")
+            self.stream.flush()
+
+
+def read_into(store: TraceStore, inputs: list[InputReport], paths: Iterable[str], remotes: Iterable[Remote] = (),
+              progress: Progress | None = None) -> None:
+    """Read every input into `store`, one InputReport per input appended to `inputs`."""
+    files = expand(paths)
+    if progress is None:
+        progress = Progress(sum(_size(p) for p in files))
+    base = 0
+    enabled = gc.isenabled()
+    gc.disable()  # spans hold no cycles; the collector only slows allocation-heavy reading
+    try:
+        for path in files:
+            report = InputReport(path)
+            inputs.append(report)
+            _consume(store, report, lambda: read_file(path, report, progress.file(path, base)))
+            base += _size(path)
+        for remote in remotes:
+            report = InputReport(remote.url)
+            inputs.append(report)
+            _consume(store, report, lambda: _fetch(remote, report))
+    finally:
+        progress.close()
+        if enabled:
+            gc.enable()
+
+
+def _fetch(remote: Remote, report: InputReport) -> Iterator[Span]:
+    from otel_agent_trace.analyzer.readers.remote import fetch_jaeger, fetch_tempo
+
+    if remote.kind == "jaeger":
+        return fetch_jaeger(remote.url, remote.service or "", remote.lookback or "1h", remote.limit, report)
+    return fetch_tempo(remote.url, remote.traceql or "{}", remote.limit, remote.lookback, report)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterator[Span]]) -> None:
+    add = store.add
+    last = 0
+    try:
+        for count, span in enumerate(spans()):
+            add(span)
+            if not count & 1023:
+                store.account(report.bytes_read - last)
+                last = report.bytes_read
+        store.account(report.bytes_read - last)
+    except UnreadableInput as exc:
+        report.error = f"cannot read: {exc}"
+    except OSError as exc:
+        report.error = f"cannot read: {exc.strerror or exc}"
+    except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
+        report.error = f"cannot read: {type(exc).__name__}: {exc}"
+
+
+def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span]:
+    """Drop duplicate span ids and break parent cycles; report those, orphans and dependency cycles."""
+    def note(span: Span, reason: str, bad: bool) -> None:
+        path, line = span.source or ("", 0)
+        report = reports.get(path)
+        if report is not None:
+            (report.bad if bad else report.warn)(line, reason)
+
+    by_id: dict[str, Span] = {}
+    for span in spans:
+        first = by_id.get(span.span_id)
+        if first is None:
+            by_id[span.span_id] = span
+        elif first is not span:
+            where = f"{first.source[0]}:{first.source[1]}" if first.source else "?"
+            note(span, f"duplicate span id {span.span_id} in trace {span.trace_id} (first at {where}); dropped", True)
+    for span in by_id.values():
+        if span.parent_id == span.span_id:
+            note(span, f"span {span.span_id} is its own parent; read as a root", False)
+            span.parent_id = None
+        elif span.parent_id and span.parent_id not in by_id:
+            note(span, f"orphan span {span.span_id}: parent {span.parent_id} not in trace {span.trace_id}", False)
+    for span in by_id.values():  # parent cycles: walk up, break at the span that closes the loop
+        seen = {span.span_id}
+        node = span
+        while node.parent_id and node.parent_id in by_id:
+            if node.parent_id in seen:
+                note(node, f"parent cycle through span {node.span_id} in trace {node.trace_id}; read as a root", False)
+                node.parent_id = None
+                break
+            seen.add(node.parent_id)
+            node = by_id[node.parent_id]
+    _dependency_cycles(by_id, note)
+    return list(by_id.values())
+
+
+def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
+    edges = {}
+    for span in by_id.values():
+        targets = span.attr(DEPENDS_ON)
+        if isinstance(targets, list):
+            edges[span.span_id] = [t for t in targets if isinstance(t, str) and t in by_id]
+        elif span.links:
+            edges[span.span_id] = [k.span_id for k in span.links if k.span_id in by_id]
+    if not edges:
+        return
+    state: dict[str, int] = {}
+    for start in edges:
+        if start in state:
+            continue
+        stack = [(start, iter(edges.get(start, ())))]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if state.get(child) == 1:
+                    note(by_id[node], f"dependency cycle: span {node} depends on {child}, which depends back on it", False)
+                elif child not in state:
+                    state[child] = 1
+                    stack.append((child, iter(edges.get(child, ()))))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+
+
+def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,
+                  budget_bytes: int = DEFAULT_BUDGET_BYTES, normalized: dict[str, int] | None = None,
+                  progress: Progress | None = None) -> Iterator[Finding]:
+    """Findings trace by trace (memory: the budget plus the largest trace); fills `inputs`."""
+    inputs = [] if inputs is None else inputs
+    with TraceStore(budget_bytes) as store:
+        read_into(store, inputs, paths, remotes, progress)
+        reports = {r.path: r for r in inputs}
+        for spans in store.traces():
+            spans = check_trace(spans, reports)
+            convention = normalize_trace(spans)
+            if convention and normalized is not None:
+                normalized[convention] = normalized.get(convention, 0) + 1
+            for run in group_runs(spans):
+                finding = locate(run)
+                classify(finding)
+                yield finding
+
+
+def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
+            progress: Progress | None = None) -> Analysis:
     analysis = Analysis()
-    spans: list[Span] = []
-    for path in expand(paths):
-        report = InputReport(path)
-        analysis.inputs.append(report)
-        try:
-            spans.extend(read_file(path, report))
-        except OSError as exc:
-            report.error = f"cannot read: {exc.strerror or exc}"
-        except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-            report.error = f"cannot read: {type(exc).__name__}: {exc}"
-    for run in group_runs(spans):
-        finding = locate(run)
-        classify(finding)
-        analysis.findings.append(finding)
+    findings = list(iter_findings(paths, remotes, analysis.inputs, budget_bytes, analysis.normalized, progress))
+    findings.sort(key=lambda f: (f.run.root.start_ns, f.run.trace_id, f.run.root.span_id))
+    analysis.findings = findings
     return analysis

@@ -53,6 +53,7 @@ class InputReport:
     spans: int = 0
     bad_lines: list[BadLine] = field(default_factory=list)
     error: str | None = None  # the whole input was unreadable
+    bytes_read: int = 0  # decompressed JSON bytes read so far
     # kept as read but odd (unknown enum values, orphans, link cycles): reported, not counted as bad
     warnings: list[BadLine] = field(default_factory=list)
 

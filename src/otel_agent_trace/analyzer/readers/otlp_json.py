@@ -77,11 +77,13 @@ def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report
         for number, raw in enumerate(lines, start=1):
             yield from read_record(raw, number, path, report)
         return
+    report.bytes_read += sum(map(len, lines))
     yield from spans_of_doc(doc, path, 1, report)
 
 
 def read_record(raw: bytes, number: int, path: str, report: InputReport) -> Iterator[Span]:
     """Spans of one record (a JSON Lines line or a decompressed frame)."""
+    report.bytes_read += len(raw)
     if raw.startswith(BAD_RECORD):
         report.bad(number, raw[len(BAD_RECORD):].decode("utf-8", "replace"))
         return
