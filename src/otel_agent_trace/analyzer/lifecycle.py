@@ -164,6 +164,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
         st = life.state(span.span_id)
         derived_type: str | None = None
         reason = ""
+        inferred = True  # False when the error is read from a recorded attribute (tool outcome)
         if is_tool_span(span):
             etype, was_derived = tool_error_type(span)
             name = span.attr(GEN_AI_TOOL_NAME)
@@ -173,6 +174,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
             elif etype:
                 derived_type = etype
+                inferred = was_derived
                 reason = "tool outcome" if not was_derived else "tool status/result"
         elif chat_is_error(span):
             reasons = span.attr(GEN_AI_RESPONSE_FINISH_REASONS)
@@ -184,7 +186,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             life.origins.add(span.span_id)
             if not st.error_type:
                 st.error_type = derived_type
-                st.derived = True
+                st.derived = inferred
             st.phase = st.phase if st.phase in (Phase.ORIGIN.value, Phase.CRITICAL.value) else Phase.ORIGIN.value
             st.reason = reason
     _loops(run, life)
@@ -221,6 +223,8 @@ def _loops(run: Run, life: Lifecycle) -> None:
         return
     counts: Counter[tuple[str, str]] = Counter()
     for tool in run.tools:
+        if tool.span_id in life.origins:
+            continue  # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
         key = _call_key(tool)
         counts[key] += 1
         if counts[key] == LOOP_THRESHOLD:
