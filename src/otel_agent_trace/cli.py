@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="otel-agent-trace", description="Debug LLM agents from their traces.")
     sub = parser.add_subparsers(dest="command", required=True)
     analyze = sub.add_parser("analyze", help="find where each failed run's error originated")
-    analyze.add_argument("paths", nargs="+", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
+    analyze.add_argument("paths", nargs="*", metavar="FILE",
+                         help="OTLP JSON (Lines; .gz, .zst), Jaeger JSON: files, directories or globs")
+    _input_options(analyze)
     analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
@@ -27,10 +29,55 @@ def _parser() -> argparse.ArgumentParser:
                          help="ANSI colour in the text report (auto: when stdout is a terminal)")
     show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
     show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
-    show.add_argument("paths", nargs="+", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
+    show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
+    _input_options(show)
     show.add_argument("--rules", help="critical-failure rules file")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     return parser
+
+
+def _input_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("remote inputs and reading")
+    group.add_argument("--jaeger", metavar="URL", help="fetch traces from a Jaeger query service (needs --service)")
+    group.add_argument("--service", help="the Jaeger service whose traces to fetch")
+    group.add_argument("--tempo", metavar="URL", help="fetch traces from Tempo (with --traceql)")
+    group.add_argument("--traceql", default="{ status = error }", help="TraceQL query for --tempo")
+    group.add_argument("--lookback", default="1h", help="how far back to fetch (30m, 1h, 2d; default 1h)")
+    group.add_argument("--limit", type=int, default=100, help="at most this many traces per fetch (default 100)")
+    group.add_argument("--memory-budget", type=int, default=256, metavar="MB",
+                       help="JSON read between spills of pending traces to a temporary file (default 256)")
+    group.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                       help="progress bar on stderr (auto: on a terminal, for inputs over 2 s)")
+
+
+def _read_inputs(args: argparse.Namespace):
+    """analyze() over the files and remote sources of `args`; None (after a message) when unusable."""
+    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+    from otel_agent_trace.analyzer.readers.remote import parse_duration
+
+    remotes = []
+    if args.jaeger:
+        if not args.service:
+            print("otel-agent-trace: --jaeger needs --service", file=sys.stderr)
+            return None
+        remotes.append(Remote("jaeger", args.jaeger, service=args.service, lookback=args.lookback, limit=args.limit))
+    if args.tempo:
+        remotes.append(Remote("tempo", args.tempo, traceql=args.traceql,
+                              lookback=args.lookback if args.lookback != "1h" else None, limit=args.limit))
+    if args.jaeger or args.tempo:
+        try:
+            parse_duration(args.lookback)
+        except ValueError as exc:
+            print(f"otel-agent-trace: {exc}", file=sys.stderr)
+            return None
+    if not args.paths and not remotes:
+        print("otel-agent-trace: give input files, --jaeger URL --service S, or --tempo URL", file=sys.stderr)
+        return None
+    import os
+
+    total = sum(os.path.getsize(p) for p in expand(args.paths) if os.path.isfile(p))
+    progress = Progress(total, enabled=None if args.progress == "auto" else args.progress == "always")
+    return analyze(args.paths, remotes, budget_bytes=max(args.memory_budget, 1) * 1024 * 1024, progress=progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +120,9 @@ def _show(args: argparse.Namespace) -> int:
     except RulesError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    analysis = analyze(args.paths)
+    analysis = _read_inputs(args)
+    if analysis is None:
+        return EXIT_UNUSABLE
     if rules is not None:
         apply_rules(analysis, rules)
     wanted = args.trace_id.lower()
@@ -95,7 +144,9 @@ def _analyze(args: argparse.Namespace) -> int:
     except RulesError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    analysis = analyze(args.paths)
+    analysis = _read_inputs(args)
+    if analysis is None:
+        return EXIT_UNUSABLE
     if rules is not None:
         from otel_agent_trace.analyzer.enrich import apply_rules
 
@@ -128,6 +179,8 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"otel-agent-trace: {item.path}: {item.error}", file=sys.stderr)
         for bad in item.bad_lines:
             print(f"otel-agent-trace: {item.path}:{bad.line}: {bad.reason}", file=sys.stderr)
+        for note in item.warnings:
+            print(f"otel-agent-trace: {item.path}:{note.line}: warning: {note.reason}", file=sys.stderr)
     if analysis.unreadable:
         return EXIT_UNUSABLE
     return EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
