@@ -225,7 +225,7 @@ def _describe(span: Span, rule: Rule) -> str:
     for event in span.events:
         if event.name == "exception":
             return f"{event.attributes.get('exception.type', '')}: {event.attributes.get('exception.message', '')}"
-    return str(span.attr(ERROR_TYPE) or rule.description or span.name)
+    return str(rule.description or span.attr(ERROR_TYPE) or span.name)
 
 
 def tool_name(span: Span) -> Any:
