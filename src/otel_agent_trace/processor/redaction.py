@@ -113,6 +113,7 @@ class Redactor:
         self.rules = rules or Rules()
         self._scan = scanner or detectors.find_all
         self._cache: dict[str, tuple[str, int]] = {}
+        self._pseudonyms: dict[str, str] = {}
         self._cache_chars = 0
         self._cache_limit = cache_chars
         self._resources: dict[int, tuple[Resource, Resource]] = {}
@@ -120,8 +121,15 @@ class Redactor:
 
     # --- strings ------------------------------------------------------------------------------
     def pseudonym(self, kind: str, norm: str) -> str:
-        tag = hmac.new(self._key, f"{kind}:{norm}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:8]
-        return f"[{kind}:{tag}]"
+        memo = f"{kind}:{norm}"
+        hit = self._pseudonyms.get(memo)
+        if hit is None:
+            tag = hmac.new(self._key, memo.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:8]
+            hit = f"[{kind}:{tag}]"
+            if len(self._pseudonyms) > 65536:
+                self._pseudonyms.clear()
+            self._pseudonyms[memo] = hit
+        return hit
 
     def text(self, s: str) -> tuple[str, int]:
         """Redacted text and number of replacements; cached by content."""
