@@ -151,10 +151,11 @@ def _size(path: str) -> int:
 def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterator[Span]]) -> None:
     add = store.add
     last = 0
+    step = max(1, min(store.budget // 8, 1 << 20))  # how often the budget is checked, in bytes read
     try:
-        for count, span in enumerate(spans()):
+        for span in spans():
             add(span)
-            if not count & 1023:
+            if report.bytes_read - last > step:
                 store.account(report.bytes_read - last)
                 last = report.bytes_read
         store.account(report.bytes_read - last)
