@@ -51,6 +51,7 @@ document.querySelectorAll('[data-span]').forEach(function(el){
     document.querySelectorAll('[data-span="'+id+'"]').forEach(function(o){o.classList.add('hl')});});
   el.addEventListener('mouseleave',function(){document.querySelectorAll('.hl').forEach(function(o){o.classList.remove('hl')});});
 });
+document.body.setAttribute('data-ready','1');
 """
 
 
