@@ -61,3 +61,7 @@ def strings(node):
 @pytest.fixture
 def trace_file(tmp_path):
     return tmp_path / "traces.jsonl"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "entry_point: needs the package's entry points registered (pip install -e .)")

@@ -26,6 +26,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 from opentelemetry.sdk.resources import Resource
@@ -49,6 +50,7 @@ ENUM_KEYS = frozenset({
     model.LIFECYCLE_PHASE, model.ERROR_TYPE, model.TOOL_OUTCOME, model.STEP_KIND, model.LINK_RELATION,
     model.DEPENDS_ON_RELATIONS, model.GEN_AI_OPERATION_NAME, model.TOOL_SOURCE,
 })
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _CHUNK = 1024
 _LONG = 4 * _CHUNK
 
@@ -166,6 +168,17 @@ class Redactor:
         return "".join(parts), count
 
     def _scan_text(self, s: str) -> tuple[str, int]:
+        out, n = self._scan_plain(s)
+        if "%" in out and _PERCENT.search(out):
+            # URLs hide values behind percent-encoding (+86%20138...): scan the decoded text too,
+            # and if it holds more, the decoded redacted text is what goes out
+            decoded = unquote(out)
+            red, more = self._scan_plain(decoded)
+            if more:
+                return red, n + more
+        return out, n
+
+    def _scan_plain(self, s: str) -> tuple[str, int]:
         found = self._scan(s)
         if self.rules.values:
             found = list(found)
