@@ -52,6 +52,8 @@ def instrument() -> Iterator[Any]:
     state: dict[str, Any] = {}
 
     def start(**config: Any) -> Traced:
+        if instrumentor.is_instrumented_by_opentelemetry:  # hypothesis calls this once per example
+            instrumentor.uninstrument()
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -77,11 +79,3 @@ def client(demo_server: ScriptedOpenAIServer) -> Any:
     import openai
 
     return openai.OpenAI(base_url=demo_server.base_url, api_key="test", max_retries=0)
-
-
-def attrs(span: ReadableSpan) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
-def hexid(span: ReadableSpan) -> str:
-    return format(span.context.span_id, "016x")

@@ -8,7 +8,7 @@ import json
 import openai
 import pytest
 import support_agent
-from conftest import attrs
+from span_helpers import attrs
 from opentelemetry.trace import StatusCode
 
 import otel_agent_trace

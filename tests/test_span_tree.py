@@ -6,7 +6,7 @@ import json
 
 import pytest
 import support_agent
-from conftest import attrs, hexid
+from span_helpers import attrs, hexid
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agent_trace import hashing

@@ -71,10 +71,11 @@ def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
         for item in value:
             yield from leaves(item, depth + 1)
     elif isinstance(value, str):
-        yield value
-        if len(value) > 2 and (" " in value or "\n" in value or len(value) > 64):
+        if len(value) <= 64 and not any(c.isspace() for c in value):
+            yield value  # an identifier-like string is one value
+        else:  # text: its tokens are the values
             for token in _TOKEN_SPLIT.split(value[:MAX_SCAN_CHARS]):
-                if token and token != value:
+                if token:
                     yield token
     else:
         yield value
@@ -102,6 +103,16 @@ def is_writer(tool_name: str) -> bool:
 def path_like(values: Iterable[str]) -> set[str]:
     """The string value keys that look like paths or keys of a store (`count.py`, `/tmp/x`)."""
     return {k for k in values if k.startswith("s:") and _PATHLIKE.match(k[2:])}
+
+
+def path_arguments(arguments: Any) -> set[str]:
+    """Path-like values given directly as arguments (`write_file(path="count.py", content=...)`):
+    what a writer writes; tokens inside free text (the file's content) are not."""
+    parsed = parse_json_or_text(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(parsed, dict):
+        return set()
+    keys = {value_key(v) for v in parsed.values() if isinstance(v, str) and len(v) <= 256 and not any(c.isspace() for c in v)}
+    return path_like(k for k in keys if k)
 
 
 def declared_values(arguments: Any, names: Iterable[str]) -> set[str]:

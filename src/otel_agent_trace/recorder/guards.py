@@ -135,10 +135,28 @@ def check_final_answer(recorder: Recorder, run: RunState, step: StepState, conte
         step.span.add_event(ErrorType.FINAL_ANSWER_INVALID.value, {VALIDATION_ERRORS: problems})
         step.span.set_attribute(VALIDATION_ERRORS, problems)
         mark_run_critical(run, ErrorType.FINAL_ANSWER_INVALID, "final answer invalid: " + "; ".join(problems))
-    fabricated = sorted(k[2:] for k in distinctive_values(text) - run.known_values)
+    unseen = distinctive_values(text) - run.known_values
+    fabricated = sorted(k[2:] for k in unseen if not _derived(k, run.known_values))
     if fabricated:
         step.span.set_attribute(FABRICATED_VALUES, fabricated)
         mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})
+
+
+def _derived(key: str, known: set[str]) -> bool:
+    """A number the model could have computed from what it saw: a small multiple of a known
+    number (2 x 12.5) or the sum of two known numbers. Anything else unseen is fabricated."""
+    if not key.startswith("n:"):
+        return False
+    value = float(key[2:])
+    numbers = [float(k[2:]) for k in known if k.startswith("n:")]
+    if len(numbers) > 2000:  # keep the check cheap on huge runs
+        numbers = numbers[:2000]
+    for x in numbers:
+        ratio = value / x
+        if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
+            return True
+    present = set(numbers)
+    return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
 def _validation_problems(recorder: Recorder, run: RunState, text: str) -> list[str]:

@@ -49,6 +49,7 @@ from otel_agent_trace.model import (
     ChatResponse,
     ErrorType,
     Message,
+    Outcome,
     Phase,
     Relation,
 )
@@ -171,7 +172,7 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
     if content is not None:
         attributes[NEW_MESSAGES] = content
     attributes.update(deps.attributes())
-    if any(_failing(run, t) for t in deps.targets(Relation.CONSUMES)):
+    if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
     now = time.time_ns()
     span = recorder.tracer.start_span(
@@ -190,10 +191,11 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
     return step
 
 
-def _failing(run: RunState, span_context: trace.SpanContext) -> bool:
-    for record in run.records:
+def _not_ok(run: RunState, span_context: trace.SpanContext) -> bool:
+    """Is the consumed result itself an error? (Only strong edges carry `propagate` further.)"""
+    for record in reversed(run.records):
         if record.span_context.span_id == span_context.span_id:
-            return record.failing
+            return record.outcome is not Outcome.OK
     return False
 
 

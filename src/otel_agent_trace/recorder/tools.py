@@ -160,7 +160,7 @@ def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str |
             deps.add(producer.span_context, Relation.DATA)
             upstream_failing = upstream_failing or producer.failing
     written = flow.declared_values(arguments, writes) if writes else (
-        flow.path_like(argument_values) if flow.is_writer(name) else set())
+        flow.path_arguments(arguments) if flow.is_writer(name) else set())
     read = flow.declared_values(arguments, reads) if reads else flow.path_like(argument_values) - written
     for key in sorted(read):
         writer = run.resource_writers.get(key)

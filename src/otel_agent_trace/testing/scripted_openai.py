@@ -2,7 +2,9 @@
 
 It lets the demo and the tests drive the real `openai` client over real HTTP with no network and
 no model: each conversation is matched to a script by its first user message, and the reply to a
-request is the script's turn number <assistant messages already in the request>. A turn is a dict
+request is the script's turn number <assistant messages already in the request> (with
+`stateful=True`: the number of requests that script has already answered, for agents that
+truncate their history). A conversation that names no key gets the script `"*"`, if any. A turn is a dict
 (`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
 `{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
 returning one. `stream: true` is answered with server-sent events, like the real API.
@@ -23,9 +25,11 @@ class ScriptedOpenAIServer:
     """`with ScriptedOpenAIServer({"refund order A1": [turn, ...]}) as server: server.base_url`."""
 
     def __init__(self, scripts: Mapping[str, Sequence[Turn]], host: str = "127.0.0.1", port: int = 0,
-                 default: str = "I could not find a script for this conversation."):
+                 default: str = "I could not find a script for this conversation.", stateful: bool = False):
         self.scripts = dict(scripts)
         self.default = default
+        self.stateful = stateful
+        self._served: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -59,10 +63,18 @@ class ScriptedOpenAIServer:
         if not isinstance(first_user, str):
             first_user = json.dumps(first_user)
         keys = [k for k in self.scripts if k in first_user]
+        if not keys and "*" in self.scripts:
+            keys = ["*"]
         if not keys:
             return {"content": self.default}
-        script = self.scripts[max(keys, key=len)]
-        index = sum(1 for m in messages if m.get("role") == "assistant")
+        key = max(keys, key=len)
+        script = self.scripts[key]
+        if self.stateful:
+            with self._lock:
+                index = self._served.get(key, 0)
+                self._served[key] = index + 1
+        else:
+            index = sum(1 for m in messages if m.get("role") == "assistant")
         if index >= len(script):
             return {"content": self.default}
         turn = script[index]

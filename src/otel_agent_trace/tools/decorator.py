@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, Callable, Iterable, TypeVar, overload
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.core import get_recorder
@@ -46,25 +46,38 @@ def _describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwar
     return name or getattr(func, "__name__", "tool"), arguments, None
 
 
-def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> ToolInvocation | None:
+def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict,
+           reads: tuple[str, ...], writes: tuple[str, ...]) -> ToolInvocation | None:
     recorder = get_recorder()
     run = current_run()
     if not recorder.enabled or run is None or active_tool.get() is not None:
         return None
     tool_name, arguments, call_id = _describe_call(func, name, args, kwargs)
-    return start_tool(recorder, run, tool_name, arguments, call_id)
+    return start_tool(recorder, run, tool_name, arguments, call_id, reads, writes)
 
 
-def wrap_tool(func: F, name: str | None = None) -> F:
-    """Wrap `func` (sync or async) as a recorded tool; idempotent."""
+def _names(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | None = None,
+              writes: str | Iterable[str] | None = None) -> F:
+    """Wrap `func` (sync or async) as a recorded tool; idempotent.
+
+    `reads` / `writes` name the arguments holding resources (paths, keys) the tool reads or
+    writes: they make `resource` edges exact instead of inferred from the tool's name.
+    """
     if getattr(func, _MARK, False):
         return func
+    reads_, writes_ = _names(reads), _names(writes)
 
     if inspect.iscoroutinefunction(func):
 
         @functools.wraps(func)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
-            invocation = safely("tool.begin", _begin, func, name, args, kwargs)
+            invocation = safely("tool.begin", _begin, func, name, args, kwargs, reads_, writes_)
             if invocation is None:
                 return await func(*args, **kwargs)
             token = active_tool.set(invocation)
@@ -83,7 +96,7 @@ def wrap_tool(func: F, name: str | None = None) -> F:
 
     @functools.wraps(func)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
-        invocation = safely("tool.begin", _begin, func, name, args, kwargs)
+        invocation = safely("tool.begin", _begin, func, name, args, kwargs, reads_, writes_)
         if invocation is None:
             return func(*args, **kwargs)
         token = active_tool.set(invocation)
@@ -104,11 +117,12 @@ def wrap_tool(func: F, name: str | None = None) -> F:
 @overload
 def tool(func: F) -> F: ...
 @overload
-def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+def tool(*, name: str | None = None, reads: str | Iterable[str] | None = None,
+         writes: str | Iterable[str] | None = None) -> Callable[[F], F]: ...
 
 
-def tool(func: Any = None, *, name: str | None = None) -> Any:
-    """Decorator: `@tool` or `@tool(name="lookup_order")`."""
+def tool(func: Any = None, *, name: str | None = None, reads: Any = None, writes: Any = None) -> Any:
+    """Decorator: `@tool`, `@tool(name="lookup_order")`, `@tool(writes="path")`."""
     if func is None:
-        return lambda f: wrap_tool(f, name)
-    return wrap_tool(func, name)
+        return lambda f: wrap_tool(f, name, reads, writes)
+    return wrap_tool(func, name, reads, writes)

@@ -1,0 +1,47 @@
+"""A generic plain-loop agent for scenario tests: the real openai client, tools run in-process."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+SYSTEM = "You are an operations agent. Never refund more than the order total."
+
+
+def schema_for(name: str, properties: dict[str, Any] | None = None, required: list[str] | None = None) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": properties or {}, "required": required or []}}}
+
+
+def run_loop(client: Any, user: str, tools: dict[str, Callable[..., Any]], *, schemas: list[dict] | None = None,
+             system: str = SYSTEM, max_turns: int = 80, keep_last: int | None = None) -> str:
+    """Call the model until it answers; tools' results (or `Error: ...`) go back as tool messages.
+
+    `keep_last` imitates a naive history window that keeps the last N messages (and loses the
+    system prompt once the history outgrows it).
+    """
+    messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    schemas = schemas if schemas is not None else [schema_for(n) for n in tools]
+    for _ in range(max_turns):
+        window = messages[-keep_last:] if keep_last and len(messages) > keep_last else messages
+        while window and window[0].get("role") == "tool":  # a window never starts with orphan results
+            window = window[1:]
+        response = client.chat.completions.create(model="gpt-4o-mini", messages=window, tools=schemas)
+        message = response.choices[0].message
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in message.tool_calls]})
+        for call in message.tool_calls:
+            try:
+                result = tools[call.function.name](**json.loads(call.function.arguments or "{}"))
+                content = result if isinstance(result, str) else json.dumps(result)
+            except Exception as exc:
+                content = f"Error: {type(exc).__name__}: {exc}"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    raise RuntimeError("no answer")
+
+
+def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool_name, "arguments": arguments}]}

@@ -1,0 +1,15 @@
+"""Small readers of SDK spans shared by the tests (not fixtures: those live in conftest.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def hexid(span: ReadableSpan) -> str:
+    return format(span.context.span_id, "016x")

@@ -1,0 +1,357 @@
+"""Issue 3's scenarios through the real openai client and the scripted server, asserting the
+links and phases span by span."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from span_helpers import attrs, hexid
+from opentelemetry.trace import StatusCode
+from scenario_agent import call, run_loop, schema_for
+
+import otel_agent_trace
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+
+@pytest.fixture
+def scripted():
+    servers = []
+
+    def start(scripts, **options):
+        server = ScriptedOpenAIServer(scripts, **options).start()
+        servers.append(server)
+        return openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def edges(span):
+    return list(zip(attrs(span).get("agent_trace.depends_on", ()), attrs(span).get("agent_trace.depends_on.relations", ())))
+
+
+def relations_to(span, target):
+    return sorted(r for t, r in edges(span) if t == hexid(target))
+
+
+def phase(span):
+    return attrs(span).get("agent_trace.lifecycle.phase")
+
+
+def tool_by_step(traced, index):
+    return [t for t in traced.named("execute_tool") if attrs(t)["agent_trace.step.index"] == index]
+
+
+# --- the 50-step run ---------------------------------------------------------------------------
+def fifty_step_script():
+    turns = [call("list_orders"), call("get_customer", customer_id="C-100"), call("get_customer", customer_id="C-101"),
+             call("lookup_order", order_id="A10O2")]
+    for step in range(4, 49):
+        if step in (10, 20):
+            turns.append(call("check_inventory", sku=f"SKU-{step}"))  # fails once
+        elif step in (11, 21):
+            turns.append(call("check_inventory", sku=f"SKU-{step - 1}"))  # the retry works
+        elif step == 31:
+            turns.append(call("calculate_refund", order_id="A10O2", items=[]))
+        else:
+            turns.append(call("audit_log", entry=f"checked item {step}"))
+    turns.append({"content": "Audit done. The order could not be found, so no refund was computed."})
+    return turns
+
+
+def fifty_step_tools():
+    failed_once: set[str] = set()
+
+    def check_inventory(sku):
+        if sku not in failed_once:
+            failed_once.add(sku)
+            raise ConnectionError("inventory service reset the connection")
+        return {"sku": sku, "stock": 12}
+
+    return {
+        "list_orders": lambda: {"orders": ["A1001", "A1003"]},
+        "get_customer": lambda customer_id: {"customer_id": customer_id, "tier": "gold"},
+        "lookup_order": lambda order_id: [],
+        "check_inventory": check_inventory,
+        "audit_log": lambda entry: {"logged": True},
+        "calculate_refund": lambda order_id, items: {"success": False, "error_code": "NO_ITEMS"},
+    }
+
+
+def test_fifty_steps_origin_at_step_3_failure_at_49(instrument, scripted, tmp_path):
+    traced = instrument()
+    client = scripted({"audit": fifty_step_script()})
+
+    def needs_amount(answer):
+        return None if "$" in answer else "the refund amount is missing"
+
+    with otel_agent_trace.agent_run("auditor", validate=needs_amount):
+        run_loop(client, "Please audit refund request for A10O2", fifty_step_tools())
+
+    [run] = traced.runs()
+    steps = traced.named("agent_step")
+    assert len(steps) == 50
+    assert run.status.status_code is StatusCode.ERROR
+    assert (phase(run), attrs(run)["agent_trace.error.type"]) == ("critical", "final_answer_invalid")
+    assert attrs(steps[49])["agent_trace.step.kind"] == "final"
+    assert [e.name for e in steps[49].events] == ["final_answer_invalid"]
+
+    [lookup] = tool_by_step(traced, 3)
+    assert (phase(lookup), attrs(lookup)["agent_trace.error.type"]) == ("origin", "tool_empty_result")
+    assert relations_to(lookup, steps[3]) == ["decided_by"]
+    assert phase(steps[4]) == "propagate" and relations_to(steps[4], lookup) == ["consumes"]
+    # recovered noise: a failure at steps 10 and 20, each retried successfully one step later
+    for failed_step in (10, 20):
+        [first] = tool_by_step(traced, failed_step)
+        [retry] = tool_by_step(traced, failed_step + 1)
+        assert (phase(first), attrs(first)["agent_trace.error.type"]) == ("origin", "tool_error_result")
+        assert phase(steps[failed_step + 1]) == "propagate"
+        assert phase(retry) == "recovered"
+        assert relations_to(retry, first) == ["retry_of"]
+        assert phase(steps[failed_step + 2]) is None
+    [calc] = tool_by_step(traced, 31)
+    assert attrs(calc)["agent_trace.error.type"] == "tool_error_result"
+    assert phase(steps[32]) == "propagate"
+    quiet = [i for i, s in enumerate(steps) if phase(s) is None]
+    assert quiet == [i for i in range(50) if i not in (4, 11, 21, 32)]
+
+
+def test_fifty_steps_analyzer_names_step_3(instrument, scripted, tmp_path):
+    """The same run through the real exporter and the analyzer."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_agent_trace.analyzer.analysis import analyze
+    from otel_agent_trace.analyzer.report.json_report import to_dict
+    from otel_agent_trace.exporter import AgentTraceFileExporter
+
+    path = tmp_path / "fifty.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
+    instrumentor = otel_agent_trace.AgentTraceInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client = scripted({"audit": fifty_step_script()})
+        with otel_agent_trace.agent_run("auditor", validate=lambda answer: "$" in answer):
+            run_loop(client, "Please audit refund request for A10O2", fifty_step_tools())
+    finally:
+        instrumentor.uninstrument()
+    provider.shutdown()
+    [run] = to_dict(analyze([str(path)]))["runs"]
+    assert run["status"] == "failed"
+    assert run["critical"]["error_type"] == "final_answer_invalid"
+    assert (run["origin"]["step_index"], run["origin"]["tool"], run["origin"]["error_type"]) == (
+        3, "lookup_order", "tool_empty_result")
+    assert run["chain"][0]["span_id"] == run["origin"]["span_id"] and run["chain"][-1]["phase"] == "critical"
+
+
+# --- overwritten state ---------------------------------------------------------------------------
+def test_overwritten_state_data_edge_points_to_the_wrong_producer(instrument, scripted):
+    traced = instrument()
+    client = scripted({"refund Ada": [
+        call("get_customer", name="Ada"),
+        call("get_latest_order", customer_id="C-77"),
+        call("refund", order_id="C-77"),  # the model took the customer's "id", not the order's
+        {"content": "The refund could not be issued."},
+    ]})
+    tools = {
+        "get_customer": lambda name: {"id": "C-77", "name": name},
+        "get_latest_order": lambda customer_id: {"id": "O-5521", "customer_id": customer_id, "total": 25.0},
+        "refund": lambda order_id: {"success": False, "error": f"order {order_id} not found"},
+    }
+    with otel_agent_trace.agent_run("refunds"):
+        run_loop(client, "Please refund Ada's latest order", tools)
+    customer, order, refund = traced.named("execute_tool")
+    assert relations_to(order, customer) == ["data"]
+    assert relations_to(refund, customer) == ["data"]  # the wrong producer, visible in the trace
+    assert relations_to(refund, order) == []
+    # the refund's failure is its own: its strong dependencies were ok
+    assert (phase(refund), attrs(refund)["agent_trace.error.type"]) == ("origin", "tool_error_result")
+
+
+# --- seed 004's trajectory -----------------------------------------------------------------------
+SEED_004 = [
+    call("run_shell", command="ls"),
+    call("write_file", path="scratch.txt", content="thinking about the task"),
+    call("read_file", path="data.txt"),
+    call("write_file", path="count.py",
+         content="import collections, json\nwords = open('data.txt').read().split()\n"
+                 "json.dump(collections.Counter(words), open('out.json', 'w'))\n"),
+    call("run_shell", command="python count.py"),
+    call("write_file", path="notes.md", content="Counting words for the report."),
+    call("read_file", path="out.json"),
+    {"content": "The word counts are in out.json."},
+]
+
+
+def seed_004_tools():
+    files = {"data.txt": "The cat saw the dog. the end"}
+
+    def run_shell(command):
+        if command == "ls":
+            return {"exit_code": 0, "stdout": "\n".join(sorted(files))}
+        files["out.json"] = json.dumps({"The": 1, "the": 2, "cat": 1})
+        return {"exit_code": 0, "stdout": ""}
+
+    def write_file(path, content):
+        files[path] = content
+        return {"written": len(content)}
+
+    return {"run_shell": run_shell, "write_file": write_file, "read_file": lambda path: files[path]}
+
+
+def test_seed_004_resource_edges_and_no_strong_edge_from_the_notes(instrument, scripted):
+    traced = instrument()
+    client = scripted({"word counts": SEED_004})
+    with otel_agent_trace.agent_run("coder"):
+        run_loop(client, "Compute the word counts of data.txt", seed_004_tools())
+    ls, scratch, read_data, write_count, run_count, notes, read_out = traced.named("execute_tool")
+    strong = {"data", "resource"}
+    assert relations_to(run_count, write_count) == ["resource"]
+    assert relations_to(read_data, ls) == ["data"]  # data.txt came from the listing
+    assert relations_to(write_count, ls) == ["data"]  # the script names data.txt
+    assert [r for _, r in edges(notes) if r in strong] == []
+    assert [r for _, r in edges(scratch) if r in strong] == []
+    everyone = traced.named("execute_tool") + traced.named("agent_step")
+    assert not any(t in (hexid(notes), hexid(scratch)) and r in strong for s in everyone for t, r in edges(s))
+    assert [r for _, r in edges(read_out) if r in strong] == []  # out.json was written by the script, unseen
+
+
+def test_declared_reads_and_writes_make_resource_edges_exact(instrument, scripted):
+    traced = instrument()
+    client = scripted({"cache": [call("put_blob", key="report-q3", body="x"), call("fetch", k="report-q3"),
+                                 {"content": "done"}]})
+    store = {}
+    put = otel_agent_trace.tool(lambda key, body: store.update({key: body}) or {"stored": key}, name="put_blob",
+                                writes="key")
+    fetch = otel_agent_trace.tool(lambda k: store[k], name="fetch", reads="k")
+    with otel_agent_trace.agent_run("cache"):
+        run_loop(client, "cache the report", {"put_blob": put, "fetch": fetch})
+    put_span, fetch_span = traced.named("execute_tool")
+    assert relations_to(fetch_span, put_span) == ["data", "resource"]
+
+
+# --- history truncation ----------------------------------------------------------------------------
+def test_history_truncation_that_drops_the_system_constraint(instrument, scripted):
+    traced = instrument()
+    turns = [call("get_order", order_id=f"A{1000 + i}") for i in range(4)] + [{"content": "Refunded $500 in full."}]
+    client = scripted({"*": turns}, stateful=True)  # the window drops the user's message too
+    with otel_agent_trace.agent_run("windowed"):
+        run_loop(client, "bulk refund for four orders", {"get_order": lambda order_id: {"order_id": order_id, "total": 125}},
+                 keep_last=6)
+    steps = traced.named("agent_step")
+    dropped = [i for i, s in enumerate(steps) if attrs(s).get("agent_trace.error.type") == "context_dropped"]
+    assert dropped == [3]  # 2 + 3*2 = 8 messages > 6: the system prompt falls out at step 3
+    a = attrs(steps[3])
+    assert phase(steps[3]) == "origin"
+    assert "system" in a["agent_trace.context.dropped_roles"]
+    system_hash = attrs(steps[0])["agent_trace.context.message_hashes"][0]
+    assert system_hash in a["agent_trace.context.dropped_hashes"]
+    assert [e.name for e in steps[3].events] == ["context_dropped"]
+    # step 4 loses only old turns: an event, not an error
+    assert phase(steps[4]) is None and [e.name for e in steps[4].events] == ["context_dropped"]
+
+
+# --- fabrication -------------------------------------------------------------------------------------
+def test_fabricated_amount_after_an_empty_result(instrument, scripted):
+    traced = instrument()
+    client = scripted({"refund A10O2": [call("lookup_order", order_id="A10O2"),
+                                        {"content": "Your refund of $59.90 for order A10O2 is on its way."}]})
+    with otel_agent_trace.agent_run("support"):
+        run_loop(client, "Please refund A10O2", {"lookup_order": lambda order_id: []})
+    final = traced.named("agent_step")[-1]
+    a = attrs(final)
+    assert (phase(final), a["agent_trace.error.type"]) == ("origin", "fabricated_value")
+    assert a["agent_trace.fabricated.values"] == ("59.9",)  # A10O2 came from the user: not fabricated
+    [event] = final.events
+    assert event.name == "fabricated_value" and event.attributes["agent_trace.fabricated.values"] == ("59.9",)
+
+
+def test_amounts_that_came_from_tools_are_not_fabricated(instrument, scripted):
+    traced = instrument()
+    client = scripted({"refund A1001": [call("calculate_refund", order_id="A1001"),
+                                        {"content": "Your refund of $25.00 for order A1001 is on its way."}]})
+    with otel_agent_trace.agent_run("support"):
+        run_loop(client, "Please refund A1001", {"calculate_refund": lambda order_id: {"amount": 25.0}})
+    final = traced.named("agent_step")[-1]
+    assert "agent_trace.fabricated.values" not in attrs(final) and phase(final) is None
+
+
+# --- budgets -----------------------------------------------------------------------------------------
+LOOPING = [call("track", order_id="A1004")] * 8
+
+
+def test_budget_record_marks_the_run_and_lets_it_go_on(instrument, scripted):
+    traced = instrument(max_steps=3, budget_action="record")
+    client = scripted({"track": LOOPING})
+    with pytest.raises(RuntimeError, match="no answer"):
+        with otel_agent_trace.agent_run("tracker"):
+            run_loop(client, "track A1004", {"track": lambda order_id: {"status": "processing"}}, max_turns=6)
+    [run] = traced.runs()
+    assert len(traced.named("agent_step")) == 6
+    a = attrs(run)
+    assert a["agent_trace.budget.exceeded"] == "steps"
+    assert [e.name for e in run.events].count("budget_exceeded") == 1
+    budget_event = next(e for e in run.events if e.name == "budget_exceeded")
+    assert budget_event.attributes["agent_trace.budget.used"] == 3.0
+    # the run still failed later on its own: critical stays, the final error type is the exception
+    assert phase(run) == "critical" and run.status.status_code is StatusCode.ERROR
+
+
+def test_budget_raise_stops_the_run_at_the_next_llm_call(instrument, scripted, demo_server):
+    traced = instrument(max_steps=3, budget_action="raise")
+    client = scripted({"track": LOOPING})
+    before = len(demo_server.requests)
+    with pytest.raises(otel_agent_trace.AgentBudgetExceeded) as raised:
+        with otel_agent_trace.agent_run("tracker"):
+            run_loop(client, "track A1004", {"track": lambda order_id: {"status": "processing"}}, max_turns=6)
+    assert (raised.value.reason, raised.value.limit, raised.value.used) == ("steps", 3, 3)
+    assert len(demo_server.requests) == before  # (another server) and ours: the 4th call was never sent
+    [run] = traced.runs()
+    assert len(traced.named("agent_step")) == 3
+    assert (phase(run), attrs(run)["agent_trace.error.type"]) == ("critical", "budget_exceeded")
+    assert run.status.status_code is StatusCode.ERROR
+    assert [e.name for e in run.events] == ["budget_exceeded", "exception"]
+
+
+def test_budget_raise_ends_an_implicit_run_critical(instrument, scripted):
+    traced = instrument(max_tokens=1, budget_action="raise")
+    client = scripted({"track": LOOPING})
+    with pytest.raises(otel_agent_trace.AgentBudgetExceeded):
+        run_loop(client, "track A1004", {"track": lambda order_id: {"status": "processing"}}, max_turns=6)
+    [run] = traced.runs()
+    assert attrs(run)["agent_trace.budget.exceeded"] == "tokens"
+    assert attrs(run)["agent_trace.error.type"] == "budget_exceeded"
+
+
+# --- decisions checked against the declared tools ----------------------------------------------------
+def test_unknown_tool_and_schema_violating_arguments(instrument, scripted):
+    traced = instrument()
+    client = scripted({"check": [call("lookup_ordr", order_id="A1"), call("lookup_order", order_id=1001),
+                                 call("lookup_order", order_id="A1001"), {"content": "ok"}]})
+    schemas = [schema_for("lookup_order", {"order_id": {"type": "string"}}, ["order_id"])]
+    tools = {"lookup_order": lambda order_id: {"order_id": order_id}}
+    with otel_agent_trace.agent_run("strict"):
+        run_loop(client, "check A1001", tools, schemas=schemas)
+    steps = traced.named("agent_step")
+    assert [attrs(s).get("agent_trace.error.type") for s in steps] == ["unknown_tool", "invalid_arguments", None, None]
+    assert steps[1].events[0].attributes["agent_trace.validation.errors"] == ("$.order_id: expected string, got int",)
+    unknown = tool_by_step(traced, 0)[0]  # the loop answered with a KeyError message
+    assert attrs(unknown)["agent_trace.tool.outcome"] == "error_result"
+    assert phase(unknown) == "propagate"  # decided by a step whose decision was already wrong
+
+
+def test_final_schema_from_the_environment_variable(instrument, scripted, tmp_path):
+    schema_file = tmp_path / "final.json"
+    schema_file.write_text(json.dumps({"type": "object", "required": ["amount"],
+                                       "properties": {"amount": {"type": "number"}}}))
+    traced = instrument(final_schema=str(schema_file))
+    client = scripted({"json answer": [{"content": '{"status": "refunded"}'}]})
+    with otel_agent_trace.agent_run("structured"):
+        run_loop(client, "json answer please", {})
+    [run] = traced.runs()
+    assert attrs(run)["agent_trace.error.type"] == "final_answer_invalid"
+    assert "missing required property 'amount'" in run.status.description
