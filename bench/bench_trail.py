@@ -1,0 +1,159 @@
+"""Score the analyzer on TRAIL (GAIA split) as converted in /work/shared/benchmarks/trail-gaia.
+
+    python bench/bench_trail.py [--dir /work/shared/benchmarks/trail-gaia] [--json out.json]
+
+Scoring (the benchmark's README): a predicted span matches a gold error when it is the same span
+or one hop away (parent/child). Reported:
+* traces analysed;
+* origin hit@1 / hit@3 against `gold.earliest_high_span_id` (over traces that have one), using
+  each trace's ranked prediction list;
+* precision: share of predicted error spans that match some gold error;
+* recall of the System Execution gold errors.
+Two prediction sets are scored:
+* `origin+chain`: for each failed run, its ranked origin candidates, then the error spans of its
+  chains (hops that carry an error type), in that order;
+* `all errors`: the above, then every unrecovered error the offline lifecycle found in any run.
+The README's two trivial baselines are recomputed with the same scorer, to check it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+from collections import defaultdict
+from typing import Any
+
+DEFAULT_DIR = "/work/shared/benchmarks/trail-gaia"
+
+
+def load_tree(path: str) -> tuple[dict[str, dict[str, str | None]], dict[str, list[dict[str, Any]]]]:
+    """Per trace: span id -> parent id, and the raw spans (for the baselines)."""
+    parents: dict[str, dict[str, str | None]] = defaultdict(dict)
+    spans: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with gzip.open(path, "rt") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            for rs in doc["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for s in ss["spans"]:
+                        parents[s["traceId"]][s["spanId"]] = s.get("parentSpanId") or None
+                        spans[s["traceId"]].append(s)
+    return parents, spans
+
+
+def near(a: str, b: str, parent: dict[str, str | None]) -> bool:
+    return a == b or parent.get(a) == b or parent.get(b) == a
+
+
+def predictions(analysis: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per trace: (origin+chain list, all-errors list), ranked, without duplicates."""
+    chain_pred: dict[str, list[str]] = defaultdict(list)
+    all_pred: dict[str, list[str]] = defaultdict(list)
+    failed = [f for f in analysis.findings if f.failed]
+    failed.sort(key=lambda f: (-(f.confidence or 0), f.run.root.start_ns))
+    for f in failed:
+        out = chain_pred[f.run.trace_id]
+        for c in f.candidates:
+            if not c.suspect and c.span.span_id not in out:
+                out.append(c.span.span_id)
+    for f in failed:
+        out = chain_pred[f.run.trace_id]
+        for chain in f.chains:
+            for hop in chain:
+                if hop.error_type and hop.span.span_id not in out and hop.span is not f.run.root:
+                    out.append(hop.span.span_id)
+    for trace, ids in chain_pred.items():
+        all_pred[trace] = list(ids)
+    for f in sorted(analysis.findings, key=lambda f: f.run.root.start_ns):
+        out = all_pred[f.run.trace_id]
+        for span in f.errors:
+            if span.span_id not in out:
+                out.append(span.span_id)
+    return chain_pred, all_pred
+
+
+def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, Any]:
+    hit1 = hit3 = with_high = 0
+    predicted = matched = 0
+    sys_total = sys_found = 0
+    for lab in labels:
+        trace = lab["trace_id"]
+        parent = parents.get(trace, {})
+        gold = [e for e in lab["gold"]["errors"] if e.get("span_id")]
+        ranked = pred.get(trace, [])
+        high = lab["gold"].get("earliest_high_span_id")
+        if high:
+            with_high += 1
+            hit1 += any(near(p, high, parent) for p in ranked[:1])
+            hit3 += any(near(p, high, parent) for p in ranked[:3])
+        for p in ranked:
+            predicted += 1
+            matched += any(near(p, g["span_id"], parent) for g in gold)
+        for g in gold:
+            if g.get("top_class") == "System Execution":
+                sys_total += 1
+                sys_found += any(near(p, g["span_id"], parent) for p in ranked)
+    return {"traces_with_high": with_high, "hit@1": hit1, "hit@3": hit3,
+            "hit@1_rate": round(hit1 / with_high, 3) if with_high else 0.0,
+            "hit@3_rate": round(hit3 / with_high, 3) if with_high else 0.0,
+            "predicted": predicted, "matched": matched,
+            "precision": round(matched / predicted, 3) if predicted else 0.0,
+            "system_execution_recall": f"{sys_found}/{sys_total}", "system_execution_found": sys_found,
+            "system_execution_total": sys_total}
+
+
+def baselines(spans: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
+    errors: dict[str, list[str]] = {}
+    llm: dict[str, list[str]] = {}
+    for trace, items in spans.items():
+        ordered = sorted(items, key=lambda s: int(s["startTimeUnixNano"]))
+        errors[trace] = [s["spanId"] for s in ordered
+                         if (s.get("status") or {}).get("code") == 2 or any(e.get("name") == "exception" for e in s.get("events") or ())]
+        llm[trace] = [s["spanId"] for s in ordered
+                      if any(a["key"] == "openinference.span.kind" and a["value"].get("stringValue") == "LLM"
+                             for a in s.get("attributes") or ())]
+    return {"error-status/exception spans": errors, "every LLM span": llm}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=DEFAULT_DIR)
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args(argv)
+    traces = os.path.join(args.dir, "traces.jsonl.gz")
+    labels = [json.loads(line) for line in open(os.path.join(args.dir, "labels.jsonl"), encoding="utf-8")]
+    from otel_agent_trace.analyzer.analysis import analyze
+
+    analysis = analyze([traces])
+    parents, spans = load_tree(traces)
+    chain_pred, all_pred = predictions(analysis)
+    results = {
+        "traces": len(labels),
+        "traces_analysed": len({f.run.trace_id for f in analysis.findings}),
+        "runs": len(analysis.findings),
+        "failed_runs": sum(f.failed for f in analysis.findings),
+        "origin+chain": score(chain_pred, labels, parents),
+        "all errors": score(all_pred, labels, parents),
+    }
+    for name, pred in baselines(spans).items():
+        results[f"baseline: {name}"] = score(pred, labels, parents)
+    print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, "
+          f"{results['runs']} runs, {results['failed_runs']} failed")
+    print(f"{'predictions':<40} {'hit@1':>10} {'hit@3':>10} {'precision':>16} {'SysExec recall':>15}")
+    for key, r in results.items():
+        if not isinstance(r, dict):
+            continue
+        print(f"{key:<40} {r['hit@1']:>3}/{r['traces_with_high']:<3} {r['hit@1_rate']:>4.0%} "
+              f"{r['hit@3']:>3}/{r['traces_with_high']:<3}{r['hit@3_rate']:>4.0%} "
+              f"{r['precision']:>6.2f} ({r['matched']}/{r['predicted']}) {r['system_execution_recall']:>10}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(results, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
