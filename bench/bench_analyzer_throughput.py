@@ -1,0 +1,93 @@
+"""Analyzer throughput vs raw `orjson.loads` line parsing, with peak memory (a benchmark, not a test).
+
+    python bench/bench_analyzer_throughput.py [FILE] [--mb 200] [--budget-mb 256]
+
+Generates FILE with bench/gen_otlp_file.py when it does not exist. Each phase runs in its own
+process so that peak RSS (ru_maxrss) is the phase's own:
+- raw:     orjson.loads of every line, nothing kept;
+- read:    the reader (spans built, checked for types), nothing kept;
+- group:   iter_findings: read + group by trace (with spills past the budget) + normalize +
+           runs + origin per trace, findings dropped as they come (bounded memory);
+- analyze: analyze(): the same, keeping every finding (what the CLI's reports need).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def phase(name: str, path: str, budget_mb: int) -> dict:
+    import gc
+
+    import orjson
+
+    start = time.perf_counter()
+    count = 0
+    if name == "raw":
+        gc.disable()
+        with open(path, "rb") as handle:
+            for line in handle:
+                orjson.loads(line)
+                count += 1
+    elif name == "read":
+        from otel_agent_trace.analyzer.readers.otlp_json import read_file
+        from otel_agent_trace.analyzer.spans import InputReport
+
+        gc.disable()
+        for _ in read_file(path, InputReport(path)):
+            count += 1
+    elif name == "group":
+        from otel_agent_trace.analyzer.analysis import iter_findings
+
+        for _ in iter_findings([path], budget_bytes=budget_mb << 20):
+            count += 1
+    else:
+        from otel_agent_trace.analyzer.analysis import analyze
+
+        count = len(analyze([path], budget_bytes=budget_mb << 20).findings)
+    seconds = time.perf_counter() - start
+    size = os.path.getsize(path) / 1e6
+    return {"phase": name, "items": count, "seconds": round(seconds, 2), "mb_per_s": round(size / seconds, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file", nargs="?", default="/tmp/otel-agent-trace-bench.jsonl")
+    parser.add_argument("--mb", type=float, default=200)
+    parser.add_argument("--budget-mb", type=int, default=256)
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per phase; the best is kept")
+    parser.add_argument("--phases", default="raw,read,group,analyze")
+    args = parser.parse_args()
+    if args.phase:
+        print(json.dumps(phase(args.phase, args.file, args.budget_mb)))
+        return
+    if not os.path.exists(args.file):
+        sys.path.insert(0, HERE)
+        from gen_otlp_file import generate
+
+        generate(args.file, args.mb)
+    print(f"{args.file}: {os.path.getsize(args.file) / 1e6:.0f} MB")
+    results = {}
+    for name in args.phases.split(","):
+        runs = [json.loads(subprocess.run([sys.executable, __file__, args.file, "--phase", name, "--budget-mb",
+                                           str(args.budget_mb)], capture_output=True, text=True, check=True).stdout)
+                for _ in range(args.repeat)]
+        best = max(runs, key=lambda r: r["mb_per_s"])
+        results[name] = best
+        share = f"  {best['mb_per_s'] / results['raw']['mb_per_s']:.0%} of raw" if "raw" in results else ""
+        print(f"{name:8} {best['mb_per_s']:7.1f} MB/s  {best['seconds']:6.2f} s  peak RSS {best['peak_rss_mb']:7.1f} MB"
+              f"  ({best['items']} items){share}")
+
+
+if __name__ == "__main__":
+    main()
