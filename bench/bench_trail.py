@@ -48,6 +48,16 @@ def near(a: str, b: str, parent: dict[str, str | None]) -> bool:
     return a == b or parent.get(a) == b or parent.get(b) == a
 
 
+def charged(f: Any, span: Any) -> str:
+    """The span TRAIL charges an error to: a tool's failure goes to the framework step that ran
+    it (parent of both the LLM call that issued it and the tool), unless that is the run itself."""
+    from otel_agent_trace.analyzer.runs import is_tool_span
+
+    if is_tool_span(span) and span.parent_id and span.parent_id != f.run.root.span_id and span.parent_id in f.run.spans:
+        return span.parent_id
+    return span.span_id
+
+
 def predictions(analysis: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Per trace: (origin+chain list, all-errors list), ranked, without duplicates."""
     chain_pred: dict[str, list[str]] = defaultdict(list)
@@ -57,21 +67,22 @@ def predictions(analysis: Any) -> tuple[dict[str, list[str]], dict[str, list[str
     for f in failed:
         out = chain_pred[f.run.trace_id]
         for c in f.candidates:
-            if not c.suspect and c.span.span_id not in out:
-                out.append(c.span.span_id)
+            sid = charged(f, c.span)
+            if not c.suspect and sid not in out:
+                out.append(sid)
     for f in failed:
         out = chain_pred[f.run.trace_id]
         for chain in f.chains:
             for hop in chain:
-                if hop.error_type and hop.span.span_id not in out and hop.span is not f.run.root:
-                    out.append(hop.span.span_id)
+                if hop.error_type and charged(f, hop.span) not in out and hop.span is not f.run.root:
+                    out.append(charged(f, hop.span))
     for trace, ids in chain_pred.items():
         all_pred[trace] = list(ids)
     for f in sorted(analysis.findings, key=lambda f: f.run.root.start_ns):
         out = all_pred[f.run.trace_id]
         for span in f.errors:
-            if span.span_id not in out:
-                out.append(span.span_id)
+            if charged(f, span) not in out:
+                out.append(charged(f, span))
     return chain_pred, all_pred
 
 

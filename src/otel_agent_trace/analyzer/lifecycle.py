@@ -111,6 +111,24 @@ def tool_error_type(span: Span) -> tuple[str | None, bool]:
     return None, False
 
 
+def exception_error_type(span: Span) -> str:
+    """Error type of a failed non-tool span, from its exception type and message."""
+    text = span.status_message
+    for event in span.events:
+        if event.name == "exception":
+            text += " " + str(event.attributes.get("exception.type", "")) + " " + str(event.attributes.get("exception.message", ""))[:400]
+    low = text.lower()
+    if "parsingerror" in low or "error in code parsing" in low or "could not parse" in low:
+        return ErrorType.INVALID_ARGUMENTS.value  # the model's output did not follow the required format
+    if "maxsteps" in low or "max steps" in low or "budget" in low:
+        return ErrorType.BUDGET_EXCEEDED.value
+    if "generationerror" in low:
+        return ErrorType.LLM_ERROR.value
+    if "timeout" in low or "timed out" in low:
+        return ErrorType.TOOL_TIMEOUT.value
+    return ErrorType.TOOL_EXCEPTION.value
+
+
 def arguments_malformed(span: Span) -> bool:
     args = span.attr(GEN_AI_TOOL_CALL_ARGUMENTS)
     if not isinstance(args, str) or not args.strip():
@@ -182,6 +200,10 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
             elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
+        elif span is not run.root and (span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)):
+            # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
+            # running the model's code): the exception type says what kind of error it was
+            derived_type, reason = exception_error_type(span), "exception on a framework span"
         if derived_type and span.span_id not in life.origins:
             life.origins.add(span.span_id)
             if not st.error_type:
