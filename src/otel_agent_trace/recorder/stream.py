@@ -43,6 +43,13 @@ class _Finalizer:
             self.done = True
             safely("stream.fail", self.invocation.fail, exc)
 
+    def end(self, exc: BaseException | None) -> None:
+        """Leaving the stream (`with`, close): finished, or failed by what interrupted it."""
+        if exc is not None:
+            self.fail(exc)
+        else:
+            self.finish()
+
 
 class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, stream: Any, invocation: ChatInvocation, accumulator: Accumulator):
@@ -72,18 +79,12 @@ class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
         try:
             return self.__wrapped__.__exit__(*exc_info)
         finally:
-            self._finalize_on_exit(exc_info[1])
+            self._self_final.end(exc_info[1])
 
     def close(self) -> None:
         try:
             self.__wrapped__.close()
         finally:
-            self._self_final.finish()
-
-    def _finalize_on_exit(self, exc: BaseException | None) -> None:
-        if exc is not None:
-            self._self_final.fail(exc)
-        else:
             self._self_final.finish()
 
     def __del__(self) -> None:
@@ -120,10 +121,7 @@ class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
         try:
             return await self.__wrapped__.__aexit__(*exc_info)
         finally:
-            if exc_info[1] is not None:
-                self._self_final.fail(exc_info[1])
-            else:
-                self._self_final.finish()
+            self._self_final.end(exc_info[1])
 
     async def close(self) -> None:
         try:
