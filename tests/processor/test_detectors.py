@@ -51,3 +51,19 @@ def test_invalid_checksums_are_not_redacted():
         value = DETECTORS["card"](rnd).replace(" ", "").replace("-", "")
         bad = value[:-1] + str((int(value[-1]) + 1) % 10)
         assert find_all(f"n {bad} n") == [] or len(bad) < 13
+
+
+def test_fast_scanner_finds_exactly_what_pure_re_finds():
+    fast_scan = pytest.importorskip("otel_agent_trace.processor.fast_scan")
+    pytest.importorskip("hyperscan")
+    fast = fast_scan.FastScanner()
+    rnd = random.Random(11)
+    filler = ["the", "order", "2026-11-30 12:30:45", "v1.2.3", "Token: 4096", "key", "std::vector", "ok"]
+    for _ in range(3000):
+        parts = [rnd.choice(filler) for _ in range(rnd.randint(0, 6))]
+        for _ in range(rnd.randint(1, 3)):
+            parts.insert(rnd.randint(0, len(parts)), rnd.choice(list(DETECTORS.values()))(rnd))
+        parts.append(rnd.choice(["api_key=abcd1234", "password: hunter22", "Bearer abcdefghij0123456789", "x"]))
+        text = rnd.choice([" ", ", ", "\n", " | "]).join(parts)
+        assert fast(text) == find_all(text), text
+    assert fast("naïve café +86 138 1234 5678 ünïcode") == find_all("naïve café +86 138 1234 5678 ünïcode")

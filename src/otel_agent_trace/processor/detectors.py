@@ -107,12 +107,17 @@ _NUM_PRECISE = re.compile(
 
 
 def _numbers(text: str, out: list[Found]) -> None:
-    precise = _NUM_PRECISE
     size = len(text)
     for run in _NUM_RUN.finditer(text):
         start, end = run.span()
         # lookbehinds see before `start`; give the lookaheads one character after the run
-        for m in precise.finditer(text, max(0, start - 1), min(size, end + 1)):
+        numbers_in(text, max(0, start - 1), min(size, end + 1), out)
+
+
+def numbers_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    """Confirm numbers inside text[lo:hi] (lookbehinds still see before `lo`)."""
+    if True:
+        for m in _NUM_PRECISE.finditer(text, lo, hi):
             kind = m.lastgroup
             value = m.group()
             digits = _NON_DIGIT.sub("", value)
@@ -169,12 +174,17 @@ _V6 = re.compile(r"[0-9A-Fa-f:]{2,45}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3
 
 
 def _ipv6(text: str, out: list[Found]) -> None:
-    i = text.find(":")
+    ipv6_in(text, 0, len(text), out)
+
+
+def ipv6_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    """IPv6 addresses around the colons of text[lo:hi]."""
+    i = text.find(":", lo, hi)
     size = len(text)
     while i != -1:
         nxt = text[i + 1] if i + 1 < size else ""
         if nxt not in _HEXCOLON or not nxt:
-            i = text.find(":", i + 1)
+            i = text.find(":", i + 1, hi)
             continue
         start = i
         while start > 0 and i - start < 45 and text[start - 1] in _HEXCOLON:
@@ -194,7 +204,7 @@ def _ipv6(text: str, out: list[Found]) -> None:
                         out.append(Found(s0, start + len(value), IP, value[skip:].lower()))
                         end = start + len(value)
                         break
-        i = text.find(":", max(end, i + 1))
+        i = text.find(":", max(end, i + 1), hi)
 
 
 def _leading_cuts(value: str) -> list[int]:
@@ -225,7 +235,11 @@ _IBAN = re.compile(r"[A-Z]{2}\d\d(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 
 
 def _ibans(text: str, out: list[Found]) -> None:
-    for m in _IBAN.finditer(text):
+    ibans_in(text, 0, len(text), out)
+
+
+def ibans_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    for m in _IBAN.finditer(text, lo, hi):
         s = m.start()
         if s and (text[s - 1].isalnum() or text[s - 1] == "_"):
             continue
@@ -235,27 +249,47 @@ def _ibans(text: str, out: list[Found]) -> None:
             out.append(Found(s, m.end(), IBAN, compact))
 
 
-# --- secrets ----------------------------------------------------------------------------------
-_SECRETS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
-    # (literal prefilters, prefilter on lower-cased text?, pattern)
-    (("sk-",), False, re.compile(r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*")),
-    (("AKIA", "ASIA"), False, re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    (("eyJ",), False, re.compile(r"eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]{4,}")),
-    (("gh",), False, re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})")),
-    (("AIza",), False, re.compile(r"AIza[0-9A-Za-z_-]{35}")),
-    (("xox",), False, re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
-    (("bearer",), True, re.compile(r"(?i)(?<=bearer)\s+(?=[\w\-.~+/]*\d)[\w\-.~+/]{16,}=*")),
-    (("key=", "key\":", "key\" :", "key:", "token=", "token\":", "token:", "secret", "password", "passwd", "pwd="),
-     True, re.compile(
-        r"(?i)(?<![\w-])(?:api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret"
-        r"|secret[_-]?key|secret|password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})")),
+# --- secrets ---------------------------------------------------------------------------------
+# Each secret pattern is tried only where its literal occurs (`str.find`), with `match` at that
+# position: no pass of the regex engine over the whole text.
+@dataclass(frozen=True)
+class _Secret:
+    literals: tuple[str, ...]
+    pattern: re.Pattern[str]
+    lower: bool = False  # find the literal in the lower-cased text
+    after: bool = False  # the pattern matches right after the literal (else at its start)
+    named: bool = False  # a credential's name must end at the literal (`api_key=`, not `monkey=`)
+
+
+_SECRETS = (
+    _Secret(("sk-",), re.compile(r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*")),
+    _Secret(("AKIA", "ASIA"), re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    _Secret(("eyJ",), re.compile(r"eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]{4,}")),
+    _Secret(("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+            re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})")),
+    _Secret(("AIza",), re.compile(r"AIza[0-9A-Za-z_-]{35}")),
+    _Secret(("xox",), re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
+    _Secret(("bearer",), re.compile(r"\s+(?=[\w\-.~+/]*\d)(?P<v>[\w\-.~+/]{16,}=*)"), lower=True, after=True),
+    # key=value / "key": "value" assignments of credentials (URL queries, logs, non-JSON text)
+    _Secret(("key", "token", "secret", "password", "passwd", "pwd"),
+            re.compile(r"[\"']?\s*[=:]\s*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})"), lower=True, after=True, named=True),
+)
+_SECRET_NAMES = re.compile(
+    r"(?:^|[^a-z0-9])(?:api[_-]?key|x[_-]api[_-]key|access[_-]?token|auth[_-]?token|refresh[_-]?token"
+    r"|client[_-]?secret|secret[_-]?key|secret|password|passwd|pwd)$"
 )
 
 
 def _secrets(text: str, out: list[Found]) -> None:
-    lower: str | None = None
-    for literals, on_lower, pattern in _SECRETS:
-        if on_lower:
+    secrets_in(text, 0, len(text), out)
+
+
+def secrets_in(text: str, lo: int, hi: int, out: list[Found], lower: str | None = None) -> None:
+    """Secrets whose literal starts inside text[lo:hi] (the value may run past `hi`)."""
+    if lower is not None and len(lower) != len(text):
+        lower = text
+    for sec in _SECRETS:
+        if sec.lower:
             if lower is None:
                 lower = text.lower()
                 if len(lower) != len(text):  # non-ASCII case folding moved offsets
@@ -263,26 +297,16 @@ def _secrets(text: str, out: list[Found]) -> None:
             hay = lower
         else:
             hay = text
-        for lit in literals:
-            pos = hay.find(lit)
+        pattern = sec.pattern
+        for lit in sec.literals:
+            pos = hay.find(lit, lo, hi)
             while pos != -1:
-                # confirm in a window around the literal: the text is not rescanned per literal
-                _confirm(text, pattern, max(0, pos - 24), pos, pos + len(lit) + 4096, out)
-                pos = hay.find(lit, pos + len(lit))
-
-
-def _confirm(text: str, pattern: re.Pattern[str], lo: int, at: int, hi: int, out: list[Found]) -> None:
-    group = "v" if "v" in pattern.groupindex else 0
-    for m in pattern.finditer(text, lo, hi):
-        s, e = m.span(group)
-        value = text[s:e]
-        stripped = value.lstrip()
-        s += len(value) - len(stripped)
-        value = stripped.rstrip()
-        if value:
-            out.append(Found(s, s + len(value), SECRET, value))
-        if e > at:
-            break  # the match of this occurrence: later ones are confirmed on their own
+                at = pos + len(lit) if sec.after else pos
+                m = pattern.match(text, at)
+                if m is not None and (not sec.named or _SECRET_NAMES.search(hay, max(0, pos - 12), at)):
+                    s0, e0 = m.span("v" if sec.after else 0)
+                    out.append(Found(s0, e0, SECRET, text[s0:e0]))
+                pos = hay.find(lit, pos + len(lit), hi)
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ class Redactor:
             key = os.urandom(32)
         self._key = key.encode() if isinstance(key, str) else bytes(key)
         self.rules = rules or Rules()
-        self._scan = scanner or detectors.find_all
+        self._scan = scanner or _default_scanner()
         self._cache: dict[str, tuple[str, int]] = {}
         self._pseudonyms: dict[str, str] = {}
         self._cache_chars = 0
@@ -387,3 +387,16 @@ def _log_once(message: str) -> None:
     if message not in _logged:
         _logged.add(message)
         _log.warning("otel-agent-trace: %s", message, exc_info=True)
+
+
+_SCANNER: Any = None
+
+
+def _default_scanner() -> Any:
+    """Hyperscan front end when installed (shared, thread-safe), else pure `re`."""
+    global _SCANNER
+    if _SCANNER is None:
+        from otel_agent_trace.processor.fast_scan import best_scanner
+
+        _SCANNER = best_scanner()
+    return _SCANNER
