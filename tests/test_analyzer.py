@@ -10,38 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
-import support_agent
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from demo_traces import record_demo_tickets
 
 from otel_agent_trace.cli import main as cli_main
-from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
-def demo_file(tmp_path, client):
+def demo_file(tmp_path, demo_server):
     """All four demo tickets through the real SDK, batch processor and agent_trace_file."""
-    path = tmp_path / "traces.jsonl"
-    provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(AgentTraceFileExporter(str(path))))
-    instrumentor = AgentTraceInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, entrypoints="support_agent:handle_ticket")
-    try:
-        for ticket in support_agent.TICKETS:
-            try:
-                support_agent.handle_ticket(client, ticket)
-            except (support_agent.MissingRefundAmount, support_agent.StepLimitExceeded):
-                pass
-    finally:
-        instrumentor.uninstrument()
-        support_agent._carrier_calls.clear()
-    provider.shutdown()
-    return path
+    return record_demo_tickets(tmp_path / "traces.jsonl", demo_server.base_url)
 
 
 def analyze_json(capsys, *args):

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from scenario_agent import run_loop
 
 import otel_agent_trace
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
 VALUES = ["A1001", "C-77", "out.json", "count.py", 42, 19.99, "ok", True, 0]
 RESULTS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TraceBuilder, run_span, step, tool, write
+from trace_builder import TraceBuilder, run_span, step, tool, write
 
 from otel_agent_trace.cli import main as cli_main
 
