@@ -131,7 +131,19 @@ def test_gzip_directory_and_single_document_inputs(demo_file, tmp_path, capsys):
     assert report["summary"]["runs"] == 4 and report["summary"]["failed_runs"] == 2
 
 
-def test_demo_under_opentelemetry_instrument(tmp_path):
+def _context_hashes(path):
+    hashes = []
+    for line in path.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    for a in span.get("attributes", ()):
+                        if a["key"] == "agent_trace.context.hash":
+                            hashes.append(a["value"]["stringValue"])
+    return sorted(hashes)
+
+
+def test_demo_under_opentelemetry_instrument(tmp_path, demo_file):
     """The real entry points: opentelemetry-instrument finds our instrumentor and exporter."""
     traces = tmp_path / "demo.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
@@ -148,3 +160,5 @@ def test_demo_under_opentelemetry_instrument(tmp_path):
     data = json.loads(report.stdout)
     assert [r["status"] for r in data["runs"]] == ["ok", "failed", "ok", "failed"]
     assert data["runs"][1]["origin"]["tool"] == "lookup_order"
+    # the same contexts hash alike in another process
+    assert _context_hashes(traces) == _context_hashes(demo_file) and len(_context_hashes(traces)) == 15
