@@ -5,6 +5,9 @@ that runs.py, graph.py and locate.py work on them unchanged:
 - the run: a span of role run (OpenInference AGENT, OpenLLMetry agent/workflow, semconv
   invoke_agent) gets `gen_ai.operation.name=invoke_agent` and `gen_ai.agent.name`. A trace with
   decisions but no run span gets its top-level span (the one above the decisions) as the run.
+  A trailing LLM call outside every run span, after the last run ended, without tool calls, is
+  the harness's answer-formatting call (GAIA's `FINAL ANSWER:` reduction), not a run: it is
+  marked `agent_trace.harness_call=true` and left out (`is_harness_call`).
 - the step: **the LLM span itself is the decision step** (no wrapper span is invented): it gets
   `agent_trace.step.index` (order of start within its run), `agent_trace.step.kind` (`tool_call`
   when it requested tools, else `final`) and `agent_trace.step.tool_calls`. runs.py accepts such a
@@ -13,7 +16,10 @@ that runs.py, graph.py and locate.py work on them unchanged:
 - the tool: `gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (when
   known), `gen_ai.tool.call.arguments|result`, the step index of the deciding step, and
   `agent_trace.tool.outcome`: `exception` (or `timeout`) from an exception event or error status,
-  else `model.classify_result` of the result; a tool whose result was not recorded counts `ok`.
+  else `model.classify_result` of the result, else an error banner in the head of the result
+  text (`evidence.result_error`: HTTP 4xx/5xx page or client error, rate limit, missing file,
+  connection failure, timeout, traceback; the matched line goes to `agent_trace.error.evidence`);
+  a tool whose result was not recorded counts `ok`.
 - dependencies (`agent_trace.depends_on` + `.relations`), rebuilt from data flow:
   `decided_by` tool → the step whose output carries the tool's call id; without ids, the nearest
   preceding step under the same parent (else in the run), preferring one that requested a tool of
@@ -31,6 +37,7 @@ import re
 from collections import defaultdict
 
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
+from otel_agent_trace.analyzer.normalize.evidence import result_error
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
 from otel_agent_trace.model import (
     DEPENDS_ON,
@@ -57,6 +64,8 @@ from otel_agent_trace.model import (
 )
 
 STATUS_ERROR = 2
+HARNESS_CALL = "agent_trace.harness_call"  # a trailing LLM call outside the agent (see is_harness_call)
+ERROR_EVIDENCE = "agent_trace.error.evidence"  # the text that proved a tool result an error
 _CALL_ID_TEXT = re.compile(r"Call id:\s*([A-Za-z0-9_\-.:]+)")
 _MATCH_CHARS = 200  # the leading characters of a tool result looked for in later contexts
 _MIN_MATCH = 12
@@ -109,10 +118,14 @@ def _run_roots(spans: list[Span], facts: dict[str, Facts], by_id: dict[str, Span
     covered: set[str] = set()
     for root in runs:
         covered |= {s.span_id for s in _subtree(root, children, set())}
+    last_run_end = max((r.end_ns for r in runs), default=None)
     # decisions outside every run span: their top-level ancestor becomes a run
     for s in spans:
         f = facts.get(s.span_id)
         if f is None or f.role not in (LLM, TOOL) or s.span_id in covered:
+            continue
+        if is_harness_call(s, f, last_run_end):
+            s.attributes[HARNESS_CALL] = True
             continue
         top = s
         seen = {s.span_id}
@@ -123,6 +136,19 @@ def _run_roots(spans: list[Span], facts: dict[str, Facts], by_id: dict[str, Span
             runs.append(top)
             covered |= {x.span_id for x in _subtree(top, children, set())}
     return runs
+
+
+def is_harness_call(span: Span, fact: Facts, last_run_end: int | None) -> bool:
+    """A trailing LLM call outside the agent: the harness formatting the run's answer.
+
+    Benchmarks and apps often make one more model call after the agent returned (GAIA's
+    harness asks the model to reduce the agent's report to `FINAL ANSWER: ...`). It is no run
+    of its own: the trace has agent run spans (OpenInference AGENT, OpenLLMetry agent/workflow,
+    semconv invoke_agent), the call lies outside all of them, starts after the last one ended,
+    and requests no tool. Such a span is left as it is, marked `agent_trace.harness_call`.
+    """
+    return (last_run_end is not None and fact.role == LLM and not fact.calls
+            and span.start_ns >= last_run_end)
 
 
 def _subtree(root: Span, children: dict[str, list[Span]], stop: set[str]) -> list[Span]:
@@ -208,7 +234,14 @@ def _outcome(tool: Span, fact: Facts) -> Outcome:
         return Outcome.TIMEOUT if "timeout" in message or "timed out" in message else Outcome.EXCEPTION
     if fact.result is None:
         return Outcome.OK  # not recorded: nothing says it failed
-    return classify_result(fact.result)
+    outcome = classify_result(fact.result)
+    if outcome == Outcome.OK:
+        found = result_error(fact.result)
+        if found is not None:
+            kind, line = found
+            tool.attributes[ERROR_EVIDENCE] = f"{kind}: {line}"
+            return Outcome.TIMEOUT if kind == "timeout" else Outcome.ERROR_RESULT
+    return outcome
 
 
 def _nearest_decider(tool: Span, steps: list[Span], facts: dict[str, Facts]) -> Span | None:
