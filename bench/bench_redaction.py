@@ -26,8 +26,7 @@ NAIVE = [re.compile(p) for p in (
     r"sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+",
 )]
 
-WORDS = ("the customer asked about order status refund shipping address invoice payment tool returned "
-         "empty result please check account balance latest orders for this user and summarize").split()
+WORDS = ["the", "customer", "asked", "about", "order", "status", "refund", "shipping", "address", "invoice", "payment", "tool", "returned", "empty", "result", "please", "check", "account", "balance", "latest", "orders", "for", "this", "user", "and", "summarize"]
 
 
 def context(rnd: random.Random, size: int = 8192, pii: float = 0.004) -> str:
@@ -102,7 +101,7 @@ def main() -> None:
     base = rows[0][1]
     print(f"{'variant':58} {'median ms':>10} {'vs baseline':>12}")
     for name, ms in rows:
-        print(f"{name:58} {ms:10.4f} {base / ms if ms == ms and ms else float('nan'):11.1f}x")
+        print(f"{name:58} {ms:10.4f} {base / ms if ms > 0 else float('nan'):11.1f}x")
 
 
 if __name__ == "__main__":

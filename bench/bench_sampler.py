@@ -15,7 +15,11 @@ import statistics
 import time
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, SynchronousMultiSpanProcessor
+from opentelemetry.sdk.trace import (
+    ReadableSpan,
+    SpanProcessor,
+    SynchronousMultiSpanProcessor,
+)
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
 from otel_agent_trace import model
@@ -51,7 +55,7 @@ def build(traces: int, seed: int = 1) -> list[ReadableSpan]:
 
 
 class Noop(SpanProcessor):
-    def on_end(self, span):  # noqa: D102
+    def on_end(self, span):
         pass
 
 
@@ -85,7 +89,7 @@ def main() -> None:
         for s in spans[:1000]:
             red.span(s)
         results["Redactor.span (warm cache) + TailSampler 0.01"].append(
-            rate(lambda s: sampler.on_end(red.span(s)), spans))
+            rate(lambda s, sampler=sampler, red=red: sampler.on_end(red.span(s)), spans))
         stats = sampler.stats
     base = statistics.median(results["baseline: SDK multi-processor -> no-op"])
     print(f"{len(spans)} spans, {args.traces} traces, 1% failing; medians of {args.repeat} runs")

@@ -138,4 +138,4 @@ DETECTORS = {
 
 def sensitive_part(value: str) -> str:
     """The part of a seeded value that must not appear in the output."""
-    return value[len("Bearer "):] if value.startswith("Bearer ") else value
+    return value.removeprefix("Bearer ")

@@ -10,7 +10,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
-from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags, set_span_in_context
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    Status,
+    StatusCode,
+    TraceFlags,
+    set_span_in_context,
+)
 
 from otel_agent_trace import model
 from otel_agent_trace.processor import SAMPLING_RATIO, AgentTraceSpanProcessor
@@ -27,7 +34,7 @@ def _pipeline(**kw):
 
 def _run(tracer, kind):
     """One agent run: root + step + tool; `kind` says how (if at all) it fails."""
-    with tracer.start_as_current_span("invoke_agent a") as root:
+    with tracer.start_as_current_span("invoke_agent a") as root:  # noqa: SIM117 - the span tree, visibly
         with tracer.start_as_current_span("agent_step 0"):
             with tracer.start_as_current_span("execute_tool q") as tool:
                 if kind == "error":
@@ -106,7 +113,7 @@ def test_overflow_flushes_oldest_and_never_drops_a_failing_trace():
 
 
 def test_byte_cap():
-    provider, tracer, processor, exporter = _pipeline(sample_ratio=0.5, sampler_max_bytes=20_000)
+    provider, tracer, processor, _exporter = _pipeline(sample_ratio=0.5, sampler_max_bytes=20_000)
     root = tracer.start_span("invoke_agent big")
     ctx = set_span_in_context(root)
     for _ in range(50):
@@ -149,7 +156,7 @@ def test_decision_timeout():
 
 
 def test_ratio_one_is_a_pass_through():
-    provider, tracer, processor, exporter = _pipeline()
+    _provider, tracer, processor, exporter = _pipeline()
     _run(tracer, "ok")
     assert processor.sampler is None and len(exporter.get_finished_spans()) == 3
     assert SAMPLING_RATIO not in exporter.get_finished_spans()[0].attributes
@@ -186,7 +193,7 @@ def test_nothing_lost_at_exit(tmp_path):
     path = tmp_path / "exit.jsonl"
     script = tmp_path / "agent.py"
     script.write_text(EXIT_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([sys.executable, str(script), str(path)], check=False, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "OTEL_AGENT_TRACE_REDACT": "on"})
     assert proc.returncode == 0, proc.stderr
     spans = read_spans(path)

@@ -7,6 +7,12 @@ from otel_agent_trace.processor.sampling import SAMPLING_RATIO, TailSampler
 from otel_agent_trace.processor.span_processor import AgentTraceSpanProcessor
 
 __all__ = [
-    "AgentTraceSpanProcessor", "Redactor", "Rules", "TailSampler", "install", "load_rules",
-    "REDACTION_COUNT", "SAMPLING_RATIO",
+    "REDACTION_COUNT",
+    "SAMPLING_RATIO",
+    "AgentTraceSpanProcessor",
+    "Redactor",
+    "Rules",
+    "TailSampler",
+    "install",
+    "load_rules",
 ]

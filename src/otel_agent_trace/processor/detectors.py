@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 PHONE = "PHONE"
 EMAIL = "EMAIL"
@@ -102,7 +102,7 @@ _NUM_PRECISE = re.compile(
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
-    re.X,
+    re.VERBOSE,
 )
 
 

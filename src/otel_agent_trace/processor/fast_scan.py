@@ -123,6 +123,6 @@ def best_scanner():
     if hyperscan is not None:
         try:
             return FastScanner()
-        except Exception:  # pragma: no cover - e.g. a CPU without SSSE3
+        except Exception:  # noqa: BLE001,S110 # pragma: no cover - e.g. a CPU without SSSE3
             pass
     return detectors.find_all

@@ -60,7 +60,7 @@ def _add_span_processor(self: TracerProvider, span_processor: Any) -> None:
     if getattr(self._active_span_processor, _ATTR, None) is None and not isinstance(span_processor, AgentTraceSpanProcessor):
         try:
             install(self)
-        except Exception:
+        except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
             _log.warning("otel-agent-trace: could not install the span processor", exc_info=True)
     self._active_span_processor.add_span_processor(span_processor)
 
@@ -82,5 +82,5 @@ def post_instrument(**_: Any) -> None:
             return  # nothing to do: keep the exporters' path untouched
         install(config=config)
         patch_future_providers()
-    except Exception:
+    except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
         _log.warning("otel-agent-trace: span processor not installed", exc_info=True)

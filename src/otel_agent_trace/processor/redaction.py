@@ -24,7 +24,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -237,7 +237,7 @@ class Redactor:
                 if red is not None:
                     return red
             return self.text(s)
-        except Exception:  # fail closed for this value: drop it rather than leak it
+        except Exception:  # noqa: BLE001 - fail closed for this value: drop it rather than leak it
             _log_once("redaction of one value failed; the value was replaced")
             return FAILED, 1
 

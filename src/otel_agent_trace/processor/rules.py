@@ -19,9 +19,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # Keys whose string values are credentials whatever they look like (last segment, exact).
 SECRET_KEYS = re.compile(
@@ -64,7 +65,7 @@ class Rules:
 
     def add_keys(self, name: str, globs: Iterable[str]) -> None:
         for glob in globs:
-            self.keys.append(KeyRule(_tag(name), re.compile(fnmatch.translate(glob), re.I)))
+            self.keys.append(KeyRule(_tag(name), re.compile(fnmatch.translate(glob), re.IGNORECASE)))
 
 
 def _tag(name: str) -> str:

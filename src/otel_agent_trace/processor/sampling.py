@@ -44,9 +44,8 @@ def is_failing(span: ReadableSpan) -> bool:
     if span.status.status_code is StatusCode.ERROR:
         return True
     attrs = span.attributes
-    if attrs:
-        if attrs.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(model.ERROR_TYPE) in _STOP_ERRORS:
-            return True
+    if attrs and (attrs.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(model.ERROR_TYPE) in _STOP_ERRORS):
+        return True
     for event in span.events:
         ea = event.attributes
         if ea and (ea.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or ea.get(model.ERROR_TYPE) in _STOP_ERRORS):
@@ -84,7 +83,7 @@ def span_size(span: ReadableSpan) -> int:
 
 
 class _Trace:
-    __slots__ = ("spans", "size", "failing", "first_seen")
+    __slots__ = ("failing", "first_seen", "size", "spans")
 
     def __init__(self, now: float) -> None:
         self.spans: list[ReadableSpan] = []
@@ -163,10 +162,8 @@ class TailSampler:
                     self._decide(tid, out)
                 elif self._spans > self.max_spans or self._bytes > self.max_bytes:
                     self._overflow(out)
-                if self._spans > self.stats["max_buffered_spans"]:
-                    self.stats["max_buffered_spans"] = self._spans
-                if self._bytes > self.stats["max_buffered_bytes"]:
-                    self.stats["max_buffered_bytes"] = self._bytes
+                self.stats["max_buffered_spans"] = max(self.stats["max_buffered_spans"], self._spans)
+                self.stats["max_buffered_bytes"] = max(self.stats["max_buffered_bytes"], self._bytes)
         for s in out:
             self._export(s)
 
@@ -235,7 +232,7 @@ class TailSampler:
             while not self._stop.wait(period):
                 try:
                     self.sweep()
-                except Exception:  # pragma: no cover - never kill the host over a sweep
+                except Exception:  # noqa: BLE001,S110 # pragma: no cover - never kill the host over a sweep
                     pass
 
         self._sweeper = threading.Thread(target=loop, name="agent-trace-sampler", daemon=True)

@@ -31,7 +31,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
     `sampler_max_spans`, `sampler_max_bytes`, `sampler_decision_seconds`.
     """
 
-    def __init__(self, next: SpanProcessor, config: AgentTraceConfig | None = None, **overrides: Any) -> None:  # noqa: A002
+    def __init__(self, next: SpanProcessor, config: AgentTraceConfig | None = None, **overrides: Any) -> None:
         rules = overrides.pop("redact_rules", None)
         if isinstance(rules, Rules):
             overrides["redact_rules"] = None
@@ -60,7 +60,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
             self.next.on_start(span, parent_context=parent_context)
-        except Exception:
+        except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
             self._once("next.on_start")
 
     def _on_ending(self, span: Span) -> None:
@@ -68,39 +68,39 @@ class AgentTraceSpanProcessor(SpanProcessor):
         if ending is not None:
             try:
                 ending(span)
-            except Exception:
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("next._on_ending")
 
     def on_end(self, span: ReadableSpan) -> None:
         if self.redactor is not None:
             try:
                 span = self.redactor.span(span)
-            except Exception:
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("redaction (span exported scrubbed of its strings)")
                 try:
                     span = scrub_span(span)
-                except Exception:
+                except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                     self._once("scrubbing (span dropped)")
                     return
         if self.sampler is not None:
             try:
                 self.sampler.on_end(span)
                 return
-            except Exception:
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("sampling (span exported unsampled)")
         self._forward(span)
 
     def _forward(self, span: ReadableSpan) -> None:
         try:
             self.next.on_end(span)
-        except Exception:
+        except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
             self._once("next.on_end")
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         if self.sampler is not None:
             try:
                 self.sampler.flush()
-            except Exception:
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("sampler flush")
         return self.next.force_flush(timeout_millis)
 
@@ -108,7 +108,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
         if self.sampler is not None:
             try:
                 self.sampler.shutdown()
-            except Exception:
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("sampler shutdown")
         self.next.shutdown()
 
