@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.graph import Graph
+from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE
+from otel_agent_trace.analyzer.normalize.evidence import exception_kind
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
@@ -111,22 +113,61 @@ def tool_error_type(span: Span) -> tuple[str | None, bool]:
     return None, False
 
 
-def exception_error_type(span: Span) -> str:
-    """Error type of a failed non-tool span, from its exception type and message."""
-    text = span.status_message
+# evidence.exception_kind -> error type (who failed: the model's format/arguments, a budget, the tool)
+KIND_ERROR_TYPE = {
+    "format": ErrorType.INVALID_ARGUMENTS.value,  # the model's output did not follow the required format
+    "arguments": ErrorType.INVALID_ARGUMENTS.value,  # the model called a tool with arguments it does not take
+    "max_steps": ErrorType.BUDGET_EXCEEDED.value,
+    "generation": ErrorType.LLM_ERROR.value,
+    "operations": ErrorType.TOOL_TIMEOUT.value,  # the interpreter's operation limit: the code ran too long
+    "timeout": ErrorType.TOOL_TIMEOUT.value,
+}
+KIND_REASON = {
+    "format": "the model's output could not be parsed or run as written",
+    "arguments": "a tool was called with arguments its signature does not accept",
+    "max_steps": "the agent hit its step limit",
+    "generation": "the model call failed",
+    "operations": "the interpreter's operation limit was reached (resource exhaustion)",
+    "timeout": "timed out",
+    "not_found": "a resource (file, module) was not found",
+    "http": "an HTTP error",
+    "connection": "a connection failure",
+    "rate_limit": "rate limited",
+}
+
+
+def exception_text(span: Span) -> tuple[str, str]:
+    """(exception type, message) of a span's first exception event, else ('', status message)."""
     for event in span.events:
         if event.name == "exception":
-            text += " " + str(event.attributes.get("exception.type", "")) + " " + str(event.attributes.get("exception.message", ""))[:400]
-    low = text.lower()
-    if "parsingerror" in low or "error in code parsing" in low or "could not parse" in low:
-        return ErrorType.INVALID_ARGUMENTS.value  # the model's output did not follow the required format
-    if "maxsteps" in low or "max steps" in low or "budget" in low:
-        return ErrorType.BUDGET_EXCEEDED.value
-    if "generationerror" in low:
-        return ErrorType.LLM_ERROR.value
-    if "timeout" in low or "timed out" in low:
-        return ErrorType.TOOL_TIMEOUT.value
-    return ErrorType.TOOL_EXCEPTION.value
+            return (str(event.attributes.get("exception.type", "")),
+                    str(event.attributes.get("exception.message", ""))[:2000])
+    return "", span.status_message
+
+
+def exception_reason(span: Span) -> tuple[str, str]:
+    """(kind, evidence line) of a failed span's exception (see normalize/evidence.py)."""
+    exc_type, message = exception_text(span)
+    kind = exception_kind(exc_type, message)
+    head = " ".join(message.split())
+    head = head if len(head) <= 160 else head[:157] + "..."
+    label = exc_type.rsplit(".", 1)[-1] + ": " if exc_type else ""
+    return kind, f"{KIND_REASON.get(kind, 'exception')}: {label}{head}"
+
+
+def exception_error_type(span: Span) -> str:
+    """Error type of a failed non-tool span, from its exception type and message."""
+    exc_type, message = exception_text(span)
+    return KIND_ERROR_TYPE.get(exception_kind(exc_type, message), ErrorType.TOOL_EXCEPTION.value)
+
+
+def failed_tool_parents(run: Run) -> set[str]:
+    """Parents of tool spans that raised: their own exception restates the tool's."""
+    out: set[str] = set()
+    for tool in run.tools:
+        if tool.parent_id and (tool.status_code == STATUS_ERROR or any(e.name == "exception" for e in tool.events)):
+            out.add(tool.parent_id)
+    return out
 
 
 def arguments_malformed(span: Span) -> bool:
@@ -178,6 +219,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             life.origins.add(span.span_id)
             st.reason = "recorded"
     definitions = tool_definitions(run)
+    restating = failed_tool_parents(run)
     for span in spans:
         st = life.state(span.span_id)
         derived_type: str | None = None
@@ -194,6 +236,13 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type = etype
                 inferred = was_derived
                 reason = "tool outcome" if not was_derived else "tool status/result"
+                evidence = span.attr(ERROR_EVIDENCE)
+                if evidence:
+                    reason = f"tool result: {evidence}"
+                elif span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events):
+                    kind, reason = exception_reason(span)
+                    if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
+                        derived_type = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
         elif chat_is_error(span):
             reasons = span.attr(GEN_AI_RESPONSE_FINISH_REASONS)
             if span.status_code == STATUS_ERROR:
@@ -202,8 +251,16 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
         elif span is not run.root and (span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)):
             # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
-            # running the model's code): the exception type says what kind of error it was
-            derived_type, reason = exception_error_type(span), "exception on a framework span"
+            # running the model's code): the exception type says what kind of error it was. When
+            # a tool under it raised, its exception restates the tool's: the tool is the origin.
+            if span.span_id in restating:
+                st.reason = "restates the exception of a tool it ran"
+                if not st.phase:
+                    st.phase, st.derived = Phase.PROPAGATE.value, True
+                continue
+            kind, evidence = exception_reason(span)
+            derived_type = KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value)
+            reason = f"exception on a framework span: {evidence}"
         if derived_type and span.span_id not in life.origins:
             life.origins.add(span.span_id)
             if not st.error_type:
