@@ -269,10 +269,10 @@ _SECRETS = (
             re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})")),
     _Secret(("AIza",), re.compile(r"AIza[0-9A-Za-z_-]{35}")),
     _Secret(("xox",), re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
-    _Secret(("bearer",), re.compile(r"\s+(?=[\w\-.~+/]*\d)(?P<v>[\w\-.~+/]{16,}=*)"), lower=True, after=True),
+    _Secret(("bearer",), re.compile(r"[ \t]+(?=[\w\-.~+/]*\d)(?P<v>[\w\-.~+/]{16,}=*)"), lower=True, after=True),
     # key=value / "key": "value" assignments of credentials (URL queries, logs, non-JSON text)
     _Secret(("key", "token", "secret", "password", "passwd", "pwd"),
-            re.compile(r"[\"']?\s*[=:]\s*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})"), lower=True, after=True, named=True),
+            re.compile(r"[\"']?[ \t]*[=:][ \t]*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})"), lower=True, after=True, named=True),
 )
 _SECRET_NAMES = re.compile(
     r"(?:^|[^a-z0-9])(?:api[_-]?key|x[_-]api[_-]key|access[_-]?token|auth[_-]?token|refresh[_-]?token"

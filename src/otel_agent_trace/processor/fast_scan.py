@@ -39,7 +39,7 @@ _PATTERNS = [
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
     # secret literals (see detectors._SECRETS); the window covers the literal, the value may run on
     (rb"sk-|AKIA|ASIA|eyJ|gh[pousr]_|github_pat_|AIza|xox", _SECRET, 0),
-    (rb"(?i)bearer\s|(?:key|token|secret|passwd|password|pwd)[\"']?\s*[=:]", _SECRET, 0),
+    (rb"(?i)bearer[ \t]|(?:key|token|secret|passwd|password|pwd)[\"']?[ \t]*[=:]", _SECRET, 0),
 ]
 
 
