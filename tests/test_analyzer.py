@@ -47,7 +47,7 @@ def test_origin_chain_and_contract(demo_file, capsys):
     code, report, _ = analyze_json(capsys, demo_file)
     assert code == 0
     assert set(report) >= {"runs", "inputs", "summary"}
-    assert report["inputs"] == [{"path": str(demo_file), "spans": report["inputs"][0]["spans"], "bad_lines": []}]
+    assert report["inputs"] == [{"path": str(demo_file), "spans": report["inputs"][0]["spans"], "bad_lines": [], "warnings": []}]
     assert report["summary"]["runs"] == 4 and report["summary"]["failed_runs"] == 2
     assert report["summary"]["avg_steps_per_run"] == pytest.approx((3 + 3 + 3 + 6) / 4)
     healthy, malformed, recovered, loop = report["runs"]

@@ -50,9 +50,11 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
                        help="progress bar on stderr (auto: on a terminal, for inputs over 2 s)")
 
 
-def _read_inputs(args: argparse.Namespace):
-    """analyze() over the files and remote sources of `args`; None (after a message) when unusable."""
-    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list | None = None):
+    """analyze() over the files and remote sources of `args`; None (after a message) when unusable.
+
+    `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then)."""
+    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, analyze_reduced, expand
     from otel_agent_trace.analyzer.readers.remote import parse_duration
 
     remotes = []
@@ -77,7 +79,11 @@ def _read_inputs(args: argparse.Namespace):
 
     total = sum(os.path.getsize(p) for p in expand(args.paths) if os.path.isfile(p))
     progress = Progress(total, enabled=None if args.progress == "auto" else args.progress == "always")
-    return analyze(args.paths, remotes, budget_bytes=max(args.memory_budget, 1) * 1024 * 1024, progress=progress)
+    budget = max(args.memory_budget, 1) * 1024 * 1024
+    if streaming:
+        return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
+                               html=getattr(args, "format", None) == "html")
+    return analyze(args.paths, remotes, budget_bytes=budget, progress=progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,8 +141,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from otel_agent_trace.analyzer.analysis import analyze
-
     from otel_agent_trace.analyzer.rules import RulesError
 
     try:
@@ -144,13 +148,11 @@ def _analyze(args: argparse.Namespace) -> int:
     except RulesError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    analysis = _read_inputs(args)
+    # streaming: each finding is reduced to what the report needs as it comes (memory bounded by
+    # the budget and the largest trace, not the file); --rules are applied while locating
+    analysis = _read_inputs(args, streaming=True, rules=rules)
     if analysis is None:
         return EXIT_UNUSABLE
-    if rules is not None:
-        from otel_agent_trace.analyzer.enrich import apply_rules
-
-        apply_rules(analysis, rules)
     prices = config.get("prices") if isinstance(config.get("prices"), dict) else None
     from otel_agent_trace.analyzer.report.json_report import to_dict
 

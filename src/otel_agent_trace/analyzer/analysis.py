@@ -6,6 +6,11 @@ SQLite file when the JSON read exceeds a memory budget, then traces are analysed
 Each trace is checked (duplicate span ids, parent cycles, orphans, dependency cycles: reported
 with file, line and reason) and normalized from foreign conventions (see `normalize/`) before
 runs are grouped. `analyze()` collects the findings into an `Analysis`, as before.
+
+`analyze_reduced()` is the CLI's path: each finding is reduced, as it is produced, to what the
+reports need (`RunSummary`: the JSON report's run entry, the run's metrics inputs and, for
+`--format html`, the run's rendered section) and the finding with its spans is dropped, so memory
+is bounded by the budget plus the largest trace (plus the small summaries), not by the file.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import Finding, locate
@@ -34,6 +39,33 @@ class Analysis:
     inputs: list[InputReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     normalized: dict[str, int] = field(default_factory=dict)  # convention -> traces rewritten
+
+    @property
+    def unreadable(self) -> bool:
+        return any(i.error for i in self.inputs)
+
+    @property
+    def bad_lines(self) -> int:
+        return sum(len(i.bad_lines) for i in self.inputs)
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """One run reduced to what the reports need (see `report/json_report.summarize`)."""
+
+    key: tuple[int, str, str]  # (run start, trace id, run span id): the report's order
+    data: dict[str, Any]  # the JSON report's `runs[]` entry
+    metrics: Any  # metrics.RunMetrics
+    html: str | None = None  # the run's section of the HTML report, when asked for
+
+
+@dataclass
+class Reduced:
+    """`Analysis` without findings: what `analyze_reduced` keeps (inputs, normalized, summaries)."""
+
+    inputs: list[InputReport] = field(default_factory=list)
+    runs: list[RunSummary] = field(default_factory=list)
+    normalized: dict[str, int] = field(default_factory=dict)
 
     @property
     def unreadable(self) -> bool:
@@ -235,21 +267,29 @@ def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool],
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,
                   budget_bytes: int = DEFAULT_BUDGET_BYTES, normalized: dict[str, int] | None = None,
-                  progress: Progress | None = None) -> Iterator[Finding]:
-    """Findings trace by trace (memory: the budget plus the largest trace); fills `inputs`."""
+                  progress: Progress | None = None, rules: list | None = None) -> Iterator[Finding]:
+    """Findings trace by trace (memory: the budget plus the largest trace); fills `inputs`.
+
+    `rules`: critical-failure rules (None: the built-ins)."""
     inputs = [] if inputs is None else inputs
     with TraceStore(budget_bytes) as store:
         read_into(store, inputs, paths, remotes, progress)
         reports = {r.path: r for r in inputs}
-        for spans in store.traces():
-            spans = check_trace(spans, reports)
-            convention = normalize_trace(spans)
-            if convention and normalized is not None:
-                normalized[convention] = normalized.get(convention, 0) + 1
-            for run in group_runs(spans):
-                finding = locate(run)
-                classify(finding)
-                yield finding
+        enabled = gc.isenabled()
+        gc.disable()  # runs hold no cycles; collections would rescan every span still held
+        try:
+            for spans in store.traces():
+                spans = check_trace(spans, reports)
+                convention = normalize_trace(spans)
+                if convention and normalized is not None:
+                    normalized[convention] = normalized.get(convention, 0) + 1
+                for run in group_runs(spans):
+                    finding = locate(run, rules)
+                    classify(finding)
+                    yield finding
+        finally:
+            if enabled:
+                gc.enable()
 
 
 def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
@@ -259,3 +299,15 @@ def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int 
     findings.sort(key=lambda f: (f.run.root.start_ns, f.run.trace_id, f.run.root.span_id))
     analysis.findings = findings
     return analysis
+
+
+def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
+                    progress: Progress | None = None, rules: list | None = None, html: bool = False) -> Reduced:
+    """The streaming analysis: every finding reduced as it comes (`report.json_report.summarize`)."""
+    from otel_agent_trace.analyzer.report.json_report import summarize
+
+    out = Reduced()
+    for finding in iter_findings(paths, remotes, out.inputs, budget_bytes, out.normalized, progress, rules):
+        out.runs.append(summarize(finding, html))
+    out.runs.sort(key=lambda r: r.key)
+    return out

@@ -111,7 +111,7 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     life = compute(run, graph)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
-    finding.recovered = sorted((run.spans[s] for s in life.recovered), key=lambda s: s.start_ns)
+    finding.recovered = sorted((run.spans[s] for s in life.recovered), key=lambda s: (s.start_ns, s.span_id))
     live = [run.spans[s] for s in life.origins - life.recovered if s in run.spans]
     finding.errors = sorted(live, key=lambda s: (s.start_ns, s.span_id))
     if critical is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from otel_agent_trace.analyzer.lifecycle import _call_key
@@ -101,10 +102,57 @@ def run_cost(per_model: dict[str, tuple[int, int]], prices: dict[str, Any]) -> f
     return cost
 
 
+@dataclass(slots=True)
+class RunMetrics:
+    """What one run contributes to the fleet metrics: all `compute` needs once the run is dropped."""
+
+    steps: int
+    tools: list[tuple[str, bool]]  # (tool name, counted as a tool error) per execution
+    wrong: int
+    failed: bool
+    loopish: bool
+    origin_error_type: str | None
+    bug_class: str | None
+    captured: bool
+    tokens_in: int
+    tokens_out: int
+    per_model: dict[str, tuple[int, int]]
+
+
+def run_metrics(f: Finding) -> RunMetrics:
+    """Reduce one finding to its metrics inputs (the streaming CLI keeps only this per run)."""
+    run, life = f.run, f.lifecycle
+    tools: list[tuple[str, bool]] = []
+    wrong = 0
+    seen_calls: set[tuple[str, str]] = set()
+    for tool in run.tools:
+        name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+        etype = life.error_type(tool.span_id) if life else None
+        origin = bool(life and tool.span_id in life.origins)
+        tools.append((name, origin and etype not in WRONG_TOOL_TYPES))
+        key = _call_key(tool)
+        if etype in WRONG_TOOL_TYPES or key in seen_calls:
+            wrong += 1
+        if not origin:
+            seen_calls.add(key)  # repeating a call that failed is a retry, not a wrong call
+    loopish = False
+    if f.failed:
+        loopish = any(life and life.error_type(s) in LOOP_TYPES for s in run.spans) or \
+            any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
+    tin, tout, per_model = tokens(run)
+    return RunMetrics(len(run.steps), tools, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
+                      complete_chain(run), tin, tout, per_model)
+
+
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:
-    findings = list(findings)
-    steps = [len(f.run.steps) for f in findings]
-    runs = len(findings)
+    return combine([run_metrics(f) for f in findings], prices)
+
+
+def combine(per_run: Iterable[RunMetrics], prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fleet metrics from every run's `RunMetrics`."""
+    per_run = list(per_run)
+    steps = [m.steps for m in per_run]
+    runs = len(per_run)
     tool_calls: Counter[str] = Counter()
     tool_errors: Counter[str] = Counter()
     wrong = total_calls = 0
@@ -114,32 +162,21 @@ def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -
     costs: list[float | None] = []
     by_type: Counter[str] = Counter()
     by_class: Counter[str] = Counter()
-    for f in findings:
-        run, life = f.run, f.lifecycle
-        seen_calls: set[tuple[str, str]] = set()
-        for tool in run.tools:
-            name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+    for m in per_run:
+        for name, error in m.tools:
             tool_calls[name] += 1
             total_calls += 1
-            etype = life.error_type(tool.span_id) if life else None
-            if life and tool.span_id in life.origins and etype not in WRONG_TOOL_TYPES:
+            if error:
                 tool_errors[name] += 1
-            key = _call_key(tool)
-            if etype in WRONG_TOOL_TYPES or key in seen_calls:
-                wrong += 1
-            if not (life and tool.span_id in life.origins):
-                seen_calls.add(key)  # repeating a call that failed is a retry, not a wrong call
-        if f.failed:
-            loopish = any(life and life.error_type(s) in LOOP_TYPES for s in run.spans) or \
-                any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
-            loop_aborts += bool(loopish)
-            by_type[f.origin_error_type or "unknown"] += 1
-            by_class[f.bug_class or "unknown"] += 1
-        captured += complete_chain(run)
-        tin, tout, per_model = tokens(run)
-        tin_all.append(tin)
-        tout_all.append(tout)
-        costs.append(run_cost(per_model, prices) if prices else None)
+        wrong += m.wrong
+        if m.failed:
+            loop_aborts += m.loopish
+            by_type[m.origin_error_type or "unknown"] += 1
+            by_class[m.bug_class or "unknown"] += 1
+        captured += m.captured
+        tin_all.append(m.tokens_in)
+        tout_all.append(m.tokens_out)
+        costs.append(run_cost(m.per_model, prices) if prices else None)
     known_costs = [c for c in costs if c is not None]
     return {
         "runs": runs,

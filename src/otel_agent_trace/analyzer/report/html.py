@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.analysis import Analysis, Reduced
 from otel_agent_trace.analyzer.graph import RESULT_OF
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
@@ -66,10 +66,13 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
              f"{s['avg_steps_per_run']:.1f} steps per run on average</p></header><main>"]
     parts.append(_fleet(m, data))
     parts.append(_legend())
-    findings = {f.run.root.span_id: f for f in analysis.findings}
-    for run in data["runs"]:
-        finding = findings.get(run["run_span_id"])
-        parts.append(_run(run, finding))
+    if isinstance(analysis, Reduced):  # the streaming CLI: each run's section was rendered as it came
+        parts.extend(r.html if r.html is not None else _run(r.data, None) for r in analysis.runs)
+    else:
+        findings = {f.run.root.span_id: f for f in analysis.findings}
+        for run in data["runs"]:
+            finding = findings.get(run["run_span_id"])
+            parts.append(_run(run, finding))
     parts.append(f"</main><script>{JS}</script></body></html>")
     return "".join(parts) + "\n"
 
@@ -112,6 +115,11 @@ def _legend() -> str:
     return ("<p class='legend'>" + "".join(f"<span><i style='background:{PHASE_FILL[k]}'></i>{E(t)}</span>" for k, t in items)
             + "<span><i style='background:#fff;border:2px solid #000'></i>on the origin chain</span>"
             "<span>── strong dependency</span><span>- - weak (context)</span></p>")
+
+
+def run_section(run: dict[str, Any], finding: Finding | None) -> str:
+    """One run's section (its JSON entry and finding), rendered while the finding is alive."""
+    return _run(run, finding)
 
 
 def _run(run: dict[str, Any], finding: Finding | None) -> str:

@@ -4,27 +4,46 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
-from otel_agent_trace.analyzer.metrics import compute as compute_metrics
+from otel_agent_trace.analyzer.metrics import combine as combine_metrics
+from otel_agent_trace.analyzer.metrics import run_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
-def to_dict(analysis: Analysis, prices: dict[str, Any] | None = None) -> dict[str, Any]:
-    runs = [_run(f) for f in analysis.findings]
+def summarize(f: Finding, html: bool = False) -> RunSummary:
+    """A finding reduced to what every report needs; the finding and its spans can then go."""
+    data = _run(f)
+    section = None
+    if html:
+        from otel_agent_trace.analyzer.report.html import run_section
+
+        section = run_section(data, f)
+    root = f.run.root
+    return RunSummary((root.start_ns, f.run.trace_id, root.span_id), data, run_metrics(f), section)
+
+
+def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    if isinstance(analysis, Reduced):
+        runs = [r.data for r in analysis.runs]
+        per_run = [r.metrics for r in analysis.runs]
+    else:
+        runs = [_run(f) for f in analysis.findings]
+        per_run = [run_metrics(f) for f in analysis.findings]
     steps = [r["steps"] for r in runs]
     return {
         "runs": runs,
         "inputs": [
             {"path": i.path, "spans": i.spans, "bad_lines": [{"line": b.line, "reason": b.reason} for b in i.bad_lines],
-             **({"error": i.error} if i.error else {})}
+             **({"error": i.error} if i.error else {}),
+             "warnings": [{"line": w.line, "reason": w.reason} for w in i.warnings]}
             for i in analysis.inputs
         ],
         "summary": {
             "runs": len(runs),
             "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
             "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
-            "metrics": compute_metrics(analysis.findings, prices),
+            "metrics": combine_metrics(per_run, prices),
         },
     }
 
