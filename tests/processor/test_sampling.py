@@ -207,3 +207,23 @@ def test_nothing_lost_at_exit(tmp_path):
         assert len(ss) == 2 and all(attrs(s["attributes"])[SAMPLING_RATIO] == 0.5 for s in ss)
     critical = [s for s in spans if s["name"] == "agent_step"]
     assert len(critical) == 1 and attrs(critical[0]["attributes"])[SAMPLING_RATIO] == 1.0
+
+
+def test_forked_child_starts_empty():
+    if not hasattr(os, "fork"):
+        return
+    provider, tracer, processor, exporter = _pipeline(sample_ratio=0.5)
+    root = tracer.start_span("invoke_agent parent")
+    with tracer.start_as_current_span("agent_step", context=set_span_in_context(root)):
+        pass
+    assert processor.sampler.buffered[0] == 1
+    pid = os.fork()
+    if pid == 0:  # child: nothing of the parent's buffer, sampler still works
+        ok = processor.sampler.buffered == (0, 0)
+        _run(tracer, "error")
+        ok = ok and len(exporter.get_finished_spans()) == 3
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    root.end()
+    provider.shutdown()

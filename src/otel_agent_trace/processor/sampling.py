@@ -21,8 +21,10 @@ the spans of several processes belongs to the Collector's tail_sampling processo
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,14 +41,24 @@ _MAX_ID = (1 << 64) - 1
 _DECISIONS_KEPT = 65536
 
 
-def is_failing(span: ReadableSpan) -> bool:
+def _raw(span: ReadableSpan) -> tuple[Any, Any]:
+    # the SDK's `attributes`/`events` properties wrap in a new MappingProxy/tuple per call
+    # (~1 us each); read the stored values when the span is an SDK ReadableSpan
+    try:
+        return span._attributes, span._events
+    except AttributeError:
+        return span.attributes, span.events
+
+
+def is_failing(span: ReadableSpan, attrs: Any = None, events: Any = None) -> bool:
     """Does this span make its trace one to keep whatever the ratio?"""
     if span.status.status_code is StatusCode.ERROR:
         return True
-    attrs = span.attributes
+    if attrs is None and events is None:
+        attrs, events = _raw(span)
     if attrs and (attrs.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(model.ERROR_TYPE) in _STOP_ERRORS):
         return True
-    for event in span.events:
+    for event in events or ():
         ea = event.attributes
         if ea and (ea.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or ea.get(model.ERROR_TYPE) in _STOP_ERRORS):
             return True
@@ -62,10 +74,11 @@ def ratio_keeps(trace_id: int, ratio: float) -> bool:
     return (trace_id & _MAX_ID) < round(ratio * (_MAX_ID + 1))
 
 
-def span_size(span: ReadableSpan) -> int:
+def span_size(span: ReadableSpan, attrs: Any = None, events: Any = None) -> int:
     """Rough bytes a buffered span holds: fixed overhead plus its text."""
     size = 400
-    attrs = span.attributes
+    if attrs is None and events is None:
+        attrs, events = _raw(span)
     if attrs:
         for v in attrs.values():
             if isinstance(v, str):
@@ -74,8 +87,8 @@ def span_size(span: ReadableSpan) -> int:
                 size += 16 * len(v) + sum(len(x) for x in v if isinstance(x, str))
             else:
                 size += 16
-    if span.events:
-        for e in span.events:
+    if events:
+        for e in events:
             size += 200
             if e.attributes:
                 size += sum(len(v) if isinstance(v, str) else 16 for v in e.attributes.values())
@@ -124,6 +137,17 @@ class TailSampler:
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
         self._want_sweeper = sweep
+        if hasattr(os, "register_at_fork"):
+            ref = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+
+    def _after_fork(self) -> None:
+        # the child starts empty: the parent still owns (and exports) what it had buffered
+        self._lock = threading.Lock()
+        self._traces.clear()
+        self._spans = self._bytes = 0
+        self._stop = threading.Event()
+        self._sweeper = None
 
     # --- intake -------------------------------------------------------------------------------
     def on_end(self, span: ReadableSpan) -> None:
@@ -131,7 +155,8 @@ class TailSampler:
         tid = ctx.trace_id
         parent = span.parent
         local_root = parent is None or parent.is_remote
-        failing = is_failing(span)
+        attrs, events = _raw(span)
+        failing = is_failing(span, attrs, events)
         out: list[ReadableSpan] = []
         with self._lock:
             decided = self._decided.get(tid)
@@ -152,7 +177,7 @@ class TailSampler:
                     self._expire(now, out)
                     if self._want_sweeper and self._sweeper is None:
                         self._start_sweeper()
-                size = span_size(span)
+                size = span_size(span, attrs, events)
                 trace.spans.append(span)
                 trace.size += size
                 trace.failing = trace.failing or failing
