@@ -83,10 +83,11 @@ def run_child(python: Path, script: Path, args: list[str], env: dict[str, str] |
     full_env.update({"PYTHONPATH": str(BENCH), "OTEL_SDK_DISABLED": "false", "OPENAI_API_KEY": "sk-bench",
                      "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "", "PYTHONHASHSEED": "0"})
     full_env.update(env or {})
-    proc = subprocess.run([str(python), str(script), "--child", *args], env=full_env, capture_output=True,
+    # the child's stderr (progress lines, tracebacks) goes straight to ours
+    proc = subprocess.run([str(python), str(script), "--child", *args], env=full_env, stdout=subprocess.PIPE,
                           text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise RuntimeError(f"child {script.name} {args} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"child {script.name} {args} failed ({proc.returncode}), its stderr is above")
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return json.loads(lines[-1])
 
