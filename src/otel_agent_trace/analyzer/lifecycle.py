@@ -210,6 +210,8 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     for span in spans:
         recorded_phase = span.attr(LIFECYCLE_PHASE)
         recorded_type = span.attr(ERROR_TYPE)
+        if not recorded_phase and not recorded_type:
+            continue  # states are created only for spans that have something to say
         st = life.state(span.span_id)
         if recorded_phase:
             st.phase = str(recorded_phase)
@@ -221,7 +223,6 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     definitions = tool_definitions(run)
     restating = failed_tool_parents(run)
     for span in spans:
-        st = life.state(span.span_id)
         derived_type: str | None = None
         reason = ""
         inferred = True  # False when the error is read from a recorded attribute (tool outcome)
@@ -254,6 +255,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             # running the model's code): the exception type says what kind of error it was. When
             # a tool under it raised, its exception restates the tool's: the tool is the origin.
             if span.span_id in restating:
+                st = life.state(span.span_id)
                 st.reason = "restates the exception of a tool it ran"
                 if not st.phase:
                     st.phase, st.derived = Phase.PROPAGATE.value, True
@@ -263,6 +265,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             reason = f"exception on a framework span: {evidence}"
         if derived_type and span.span_id not in life.origins:
             life.origins.add(span.span_id)
+            st = life.state(span.span_id)
             if not st.error_type:
                 st.error_type = derived_type
                 st.derived = inferred
@@ -322,7 +325,8 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
             previous = None
             continue
         if previous is not None:
-            lost = [h for h in previous if h not in set(hashes)]
+            current = set(hashes)
+            lost = [h for h in previous if h not in current]
             if lost:
                 _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
                       f"{len(lost)} message(s) of the previous step's context are missing")

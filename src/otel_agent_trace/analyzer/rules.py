@@ -197,9 +197,18 @@ def matches(rule: Rule, span: Span, life: Lifecycle) -> bool:
 def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     """Every (rule, span) that matched, root first, then by start time."""
     out: list[Fired] = []
+    rules = [r for r in rules if r.enabled]
     spans = sorted(run.spans.values(), key=lambda s: (s is not run.root, s.start_ns, s.span_id))
+    # when every rule needs an error type or a phase, a span without either (no lifecycle state,
+    # status not ERROR: most spans of a healthy run) cannot match: skip it without the full check
+    need_facts = bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules)
+    states = life.states
     for span in spans:
-        hits = [Fired(rule, span) for rule in rules if rule.enabled and matches(rule, span, life)]
+        if need_facts and span.status_code != STATUS_ERROR:
+            st = states.get(span.span_id)
+            if st is None or not (st.phase or st.error_type or st.flags):
+                continue
+        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life)]
         if len(hits) > 1:  # the recorded-critical fallback only when nothing more specific matched
             hits = [h for h in hits if h.rule.rule_id != "RECORDED_CRITICAL"]
         out.extend(hits)
