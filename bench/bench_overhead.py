@@ -177,6 +177,14 @@ def time_block(call: Callable[[], None], n: int) -> list[float]:
     return out
 
 
+def measure_block(call: Callable[[], None], n: int, flush: Callable[[], Any]) -> tuple[float, list[float]]:
+    """(process CPU us per call over the block, including the flush of the export queue; wall us per call)."""
+    cpu0 = time.process_time_ns()
+    walls = time_block(call, n)
+    flush()
+    return (time.process_time_ns() - cpu0) / 1e3 / n, walls
+
+
 def child(side: str, config: str, workloads: list[str], rounds: int, iterations: int, exporter: str,
           profile: str | None) -> dict[str, Any]:
     set_env(side, config)
@@ -189,46 +197,57 @@ def child(side: str, config: str, workloads: list[str], rounds: int, iterations:
             def respond(body: dict[str, Any]) -> dict[str, Any]:
                 return loop.completion(body, LOOP_STEPS)
             client = loop.mock_client(respond)
-            per_block = max(2, iterations // (LOOP_STEPS * 4))
+            per_block = 1
 
             def call() -> None:
                 loop.run_agent(client, LOOP_STEPS)
             divisor = LOOP_STEPS
+            block_rounds = max(rounds, iterations // 8)
         else:
             client = loop.mock_client(lambda body: response)
             call = make_call(client, workload)
-            per_block = iterations if workload == "small" else max(20, iterations // 2)
+            per_block = 25 if workload == "small" else 12
             divisor = 1
-        # warm up both paths (imports, caches, the JIT-less interpreter's inline caches)
+            block_rounds = max(rounds, iterations * (1 if workload == "small" else 2) // 5)
+        # warm up both paths (imports, caches, the interpreter's inline caches)
         time_block(call, 20 if divisor == 1 else 2)
         instrument()
         time_block(call, 20 if divisor == 1 else 2)
         provider.force_flush()
         uninstrument()
-        base_all: list[float] = []
-        inst_all: list[float] = []
-        deltas: list[float] = []
-        for r in range(rounds):
+        walls: dict[str, list[float]] = {"base": [], "inst": []}
+        cpus: dict[str, list[float]] = {"base": [], "inst": []}
+        cpu_deltas: list[float] = []
+        wall_deltas: list[float] = []
+        gc.collect()
+        # short blocks, alternated (ABBA): slow drifts of a noisy machine cancel out in the deltas
+        for r in range(block_rounds):
             order = ("base", "inst") if r % 2 == 0 else ("inst", "base")
-            medians = {}
+            got: dict[str, tuple[float, float]] = {}
             for mode in order:
                 if mode == "inst":
                     instrument()
-                gc.collect()
-                samples = [t / divisor for t in time_block(call, per_block)]
+                cpu, wall = measure_block(call, per_block, provider.force_flush)
                 if mode == "inst":
-                    provider.force_flush()
                     uninstrument()
-                medians[mode] = loop.median(samples)
-                (inst_all if mode == "inst" else base_all).extend(samples)
-            deltas.append(medians["inst"] - medians["base"])
-        q1, q3 = loop.quartiles(deltas)
+                wall = [w / divisor for w in wall]
+                cpu /= divisor
+                got[mode] = (cpu, loop.median(wall))
+                walls[mode].extend(wall)
+                cpus[mode].append(cpu)
+            cpu_deltas.append(got["inst"][0] - got["base"][0])
+            wall_deltas.append(got["inst"][1] - got["base"][1])
+        q1, q3 = loop.quartiles(cpu_deltas)
         results[workload] = {
-            "base_us": loop.median(base_all), "inst_us": loop.median(inst_all), "overhead_us": loop.median(deltas),
-            "overhead_q1_us": q1, "overhead_q3_us": q3, "rounds": rounds, "calls_per_block": per_block,
+            "base_cpu_us": loop.median(cpus["base"]), "overhead_us": loop.median(cpu_deltas),
+            "overhead_q1_us": q1, "overhead_q3_us": q3,
+            "base_wall_us": loop.median(walls["base"]), "inst_wall_us": loop.median(walls["inst"]),
+            "overhead_wall_us": loop.median(wall_deltas),
+            "blocks": block_rounds, "calls_per_block": per_block * divisor,
         }
-        print(f"[bench]   {side}:{config} {workload}: base {results[workload]['base_us']:.0f} us, "
-              f"+{results[workload]['overhead_us']:.0f} us", file=sys.stderr, flush=True)
+        x = results[workload]
+        print(f"[bench]   {side}:{config} {workload}: base {x['base_cpu_us']:.0f} us cpu, +{x['overhead_us']:.0f} us cpu "
+              f"(wall +{x['overhead_wall_us']:.0f} us)", file=sys.stderr, flush=True)
     if profile:
         results["profile"] = run_profile(instrument, uninstrument, profile, provider, response)
     provider.shutdown()
@@ -266,9 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", action="store_true", help="also OpenInference and OpenLLMetry")
     parser.add_argument("--only", nargs="+", help="side:config entries to run (default: all of the sides)")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
-    parser.add_argument("--rounds", type=int, default=12)
-    parser.add_argument("--iterations", type=int, default=200, help="calls per block (small; large uses half)")
-    parser.add_argument("--quick", action="store_true", help="4 rounds of 60 calls")
+    parser.add_argument("--rounds", type=int, default=12, help="minimum number of alternating block pairs")
+    parser.add_argument("--iterations", type=int, default=400,
+                        help="scales the block pairs: small iterations/5 blocks of 25 calls, large 2*iterations/5 "
+                             "of 12, loop iterations/8 runs of 20 steps")
+    parser.add_argument("--quick", action="store_true", help="a smoke run (iterations 60)")
     parser.add_argument("--exporter", choices=("noop", "file"), default="noop")
     parser.add_argument("--profile", metavar="SIDE:CONFIG:WORKLOAD", help="print a pyinstrument profile of that case")
     parser.add_argument("--json", help="write the results here as JSON")
@@ -315,16 +336,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     workloads = [w for w in args.workloads if any(w in r for r in results)]
-    head = " | ".join(f"{w} base | {w} overhead" for w in workloads)
-    lines = [f"overhead per chat.completions.create, medians in us, {args.rounds} rounds, exporter {args.exporter} "
+    head = " | ".join(f"{w} base | {w} overhead (IQR) | {w} wall overhead" for w in workloads)
+    lines = [f"overhead per chat.completions.create: process CPU us per call (export thread included), median over "
+             f"alternating blocks; base = uninstrumented; exporter {args.exporter} "
              f"({datetime.date.today().isoformat()}; {loop.machine_note()})", "",
-             f"| side:config | {head} |", "|---|" + "---:|" * (2 * len(workloads))]
+             f"| side:config | {head} |", "|---|" + "---:|" * (3 * len(workloads))]
     for r in results:
         cells = []
         for w in workloads:
             x = r.get(w)
-            cells += [f"{x['base_us']:,.0f}", f"+{x['overhead_us']:,.0f} ({x['overhead_q1_us']:,.0f}..{x['overhead_q3_us']:,.0f})"] \
-                if x else ["", ""]
+            cells += [f"{x['base_cpu_us']:,.0f}", f"+{x['overhead_us']:,.0f} ({x['overhead_q1_us']:,.0f}..{x['overhead_q3_us']:,.0f})",
+                      f"+{x['overhead_wall_us']:,.0f}"] if x else ["", "", ""]
         lines.append(f"| {r['side']}:{r['config']} | " + " | ".join(cells) + " |")
     by = {f"{r['side']}:{r['config']}": r for r in results}
     pairs = [("ours:full", "official:span_only"), ("ours:core", "official:span_only"),
