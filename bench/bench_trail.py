@@ -12,7 +12,11 @@ or one hop away (parent/child). Reported:
 Two prediction sets are scored:
 * `origin+chain`: for each failed run, its ranked origin candidates, then the error spans of its
   chains (hops that carry an error type), in that order;
-* `all errors`: the above, then every unrecovered error the offline lifecycle found in any run.
+* `all errors`: the above, then every unrecovered error the offline lifecycle found in any run;
+* `proven errors, earliest first`: the trace's origin ranking: every unrecovered error of every
+  run of the trace (nested agents included), ordered by start time;
+* `proven errors incl. recovered`: the same with the errors a retry recovered (TRAIL labels an
+  error whether or not the agent recovered from it).
 The README's two trivial baselines are recomputed with the same scorer, to check it.
 """
 
@@ -56,6 +60,27 @@ def charged(f: Any, span: Any) -> str:
     if is_tool_span(span) and span.parent_id and span.parent_id != f.run.root.span_id and span.parent_id in f.run.spans:
         return span.parent_id
     return span.span_id
+
+
+def ranked_errors(analysis: Any, recovered: bool = False) -> dict[str, list[str]]:
+    """Per trace: every error the lifecycle proved (unrecovered; with `recovered`, those too), in
+    every run of the trace (nested runs included), earliest first: the trace's origin ranking."""
+    items: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for f in analysis.findings:
+        life = f.lifecycle
+        ids = sorted(life.origins) if recovered else [s.span_id for s in f.errors]
+        for sid in ids:
+            span = f.run.spans.get(sid)
+            if span is not None and span is not f.run.root:
+                items[f.run.trace_id].append((span.start_ns, charged(f, span)))
+    out: dict[str, list[str]] = {}
+    for trace, pairs in items.items():
+        ranked: list[str] = []
+        for _, sid in sorted(pairs):
+            if sid not in ranked:
+                ranked.append(sid)
+        out[trace] = ranked
+    return out
 
 
 def predictions(analysis: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -148,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         "failed_runs": sum(f.failed for f in analysis.findings),
         "origin+chain": score(chain_pred, labels, parents),
         "all errors": score(all_pred, labels, parents),
+        "proven errors, earliest first": score(ranked_errors(analysis), labels, parents),
+        "proven errors incl. recovered": score(ranked_errors(analysis, recovered=True), labels, parents),
     }
     for name, pred in baselines(spans).items():
         results[f"baseline: {name}"] = score(pred, labels, parents)
