@@ -15,8 +15,10 @@ Two prediction sets are scored:
 * `all errors`: the above, then every unrecovered error the offline lifecycle found in any run;
 * `proven errors, earliest first`: the trace's origin ranking: every unrecovered error of every
   run of the trace (nested agents included), ordered by start time;
-* `proven errors incl. recovered`: the same with the errors a retry recovered (TRAIL labels an
-  error whether or not the agent recovered from it).
+* `proven errors + their readers`: the same, each failure of a tool or the environment (bug
+  class `tool`) followed by the decision that read it (TRAIL charges the reaction there);
+* `  + recovered errors`: the same with the errors a retry recovered (TRAIL labels an error
+  whether or not the agent recovered from it).
 The README's two trivial baselines are recomputed with the same scorer, to check it.
 """
 
@@ -62,21 +64,32 @@ def charged(f: Any, span: Any) -> str:
     return span.span_id
 
 
-def ranked_errors(analysis: Any, recovered: bool = False) -> dict[str, list[str]]:
+def ranked_errors(analysis: Any, recovered: bool = False, readers: bool = True) -> dict[str, list[str]]:
     """Per trace: every error the lifecycle proved (unrecovered; with `recovered`, those too), in
-    every run of the trace (nested runs included), earliest first: the trace's origin ranking."""
-    items: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    every run of the trace (nested runs included), earliest first: the trace's origin ranking.
+    With `readers`, a failure of a tool or of the environment (bug class `tool`) is followed by
+    the decision that read it (`Finding.readers`, the first propagate hop of its chain), where
+    TRAIL charges the reaction; the model's own errors (format, arguments) are charged where made."""
+    from otel_agent_trace.model import BUG_CLASS_OF_ERROR, ErrorType
+
+    items: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     for f in analysis.findings:
         life = f.lifecycle
         ids = sorted(life.origins) if recovered else [s.span_id for s in f.errors]
         for sid in ids:
             span = f.run.spans.get(sid)
-            if span is not None and span is not f.run.root:
-                items[f.run.trace_id].append((span.start_ns, charged(f, span)))
+            if span is None or span is f.run.root:
+                continue
+            items[f.run.trace_id].append((span.start_ns, 0, charged(f, span)))
+            etype = life.error_type(sid)
+            kind = BUG_CLASS_OF_ERROR.get(ErrorType(etype)) if etype in ErrorType._value2member_map_ else None
+            reader = f.readers.get(sid)
+            if readers and kind == "tool" and reader is not None:
+                items[f.run.trace_id].append((span.start_ns, 1, reader.span_id))
     out: dict[str, list[str]] = {}
-    for trace, pairs in items.items():
+    for trace, triples in items.items():
         ranked: list[str] = []
-        for _, sid in sorted(pairs):
+        for _, _, sid in sorted(triples):
             if sid not in ranked:
                 ranked.append(sid)
         out[trace] = ranked
@@ -173,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         "failed_runs": sum(f.failed for f in analysis.findings),
         "origin+chain": score(chain_pred, labels, parents),
         "all errors": score(all_pred, labels, parents),
-        "proven errors, earliest first": score(ranked_errors(analysis), labels, parents),
-        "proven errors incl. recovered": score(ranked_errors(analysis, recovered=True), labels, parents),
+        "proven errors, earliest first": score(ranked_errors(analysis, readers=False), labels, parents),
+        "proven errors + their readers": score(ranked_errors(analysis), labels, parents),
+        "  + recovered errors": score(ranked_errors(analysis, recovered=True), labels, parents),
     }
     for name, pred in baselines(spans).items():
         results[f"baseline: {name}"] = score(pred, labels, parents)

@@ -93,6 +93,8 @@ def test_http_403_page_in_tool_result_is_an_error_with_evidence(tmp_path):
     assert life.states["00000000000000b3"].reason == "tool result: http: Title: Error 403"
     # the next visit_page succeeded: a derived retry recovered the 403
     assert "00000000000000b3" in life.recovered
+    # the decision that read the 403 page: the next step's LLM call
+    assert finding.readers["00000000000000b3"].span_id == "00000000000000b5"
 
 
 def test_code_parsing_error_on_step_span_is_a_format_error(tmp_path):
@@ -208,5 +210,9 @@ def test_trail_gaia_figures(tmp_path):
     # above the error-status baseline on every axis at once
     assert ranked["hit@1"] > base["hit@1"] and ranked["precision"] > base["precision"] + 0.15
     assert ranked["system_execution_found"] >= base["system_execution_found"]
+    readers = r["proven errors + their readers"]
+    assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15
+    assert readers["system_execution_found"] >= 16  # of 24 (was 0 for origin+chain, 8 for the baseline)
+    assert r["  + recovered errors"]["system_execution_found"] >= 20
     chain = r["origin+chain"]
     assert chain["precision"] >= 0.75

@@ -82,6 +82,9 @@ class Finding:
     graph: Graph | None = None
     errors: list[Span] = field(default_factory=list)  # every unrecovered origin in the run
     confidence: float | None = None
+    # origin span id -> the decision (step) that read it: where a failure of the tool or the
+    # environment became the model's problem (the first propagate hop of its chain)
+    readers: dict[str, Span] = field(default_factory=dict)
 
 
 def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
@@ -114,6 +117,10 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     finding.recovered = sorted((run.spans[s] for s in life.recovered), key=lambda s: (s.start_ns, s.span_id))
     live = [run.spans[s] for s in life.origins - life.recovered if s in run.spans]
     finding.errors = sorted(live, key=lambda s: (s.start_ns, s.span_id))
+    for sid in life.origins:
+        reader = reader_of(run, graph, run.spans[sid]) if sid in run.spans else None
+        if reader is not None:
+            finding.readers[sid] = reader
     if critical is None:
         return finding
     finding.critical = critical
@@ -156,6 +163,22 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     finding.chain = top.chain
     finding.confidence = top.confidence
     return finding
+
+
+def reader_of(run: Run, graph: Graph, span: Span) -> Span | None:
+    """The step that read an error: one with a `consumes` edge to it (or to a tool it ran), else
+    the first step that started after it ended. None for a step's own error (it is the decision)
+    and when no step follows."""
+    if span in run.steps:
+        return None
+    step_ids = {s.span_id for s in run.steps}
+    targets = {span.span_id} | {t.span_id for t in run.tools if t.parent_id == span.span_id}
+    readers = [run.spans[src] for t in targets for src, rel in graph.reverse.get(t, ())
+               if rel == Relation.CONSUMES.value and src in step_ids]
+    if readers:
+        return min(readers, key=lambda s: (s.start_ns, s.span_id))
+    later = [s for s in run.steps if s.start_ns >= span.end_ns]
+    return later[0] if later else None
 
 
 def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycle, critical: Span) -> None:
