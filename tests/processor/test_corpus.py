@@ -10,8 +10,6 @@ import hashlib
 import random
 
 import orjson
-from conftest import attrs, read_spans, strings
-from corpus import DETECTORS, sensitive_part
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
@@ -19,6 +17,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, Status, StatusCode
+from processor_corpus import DETECTORS, sensitive_part
+from processor_helpers import attrs, read_spans, strings
 
 from otel_agent_trace import model
 from otel_agent_trace.exporter import AgentTraceFileExporter

@@ -3,9 +3,9 @@
 import random
 
 import pytest
-from corpus import DETECTORS, sensitive_part
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from processor_corpus import DETECTORS, sensitive_part
 
 from otel_agent_trace.processor.detectors import card_ok, cn_id_ok, find_all, iban_ok
 

@@ -11,11 +11,11 @@ import textwrap
 from importlib.metadata import entry_points
 
 import pytest
-from conftest import attrs, read_spans
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import ProxyTracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import ProxyTracerProvider
+from processor_helpers import attrs, read_spans
 
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.processor import (

@@ -3,10 +3,10 @@
 import random
 
 import orjson
-from corpus import DETECTORS
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from processor_corpus import DETECTORS
 
 from otel_agent_trace.processor import REDACTION_COUNT, AgentTraceSpanProcessor
 from otel_agent_trace.processor.redaction import RedactedSpan, Redactor

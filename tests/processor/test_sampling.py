@@ -5,7 +5,6 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import attrs, read_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,6 +17,7 @@ from opentelemetry.trace import (
     TraceFlags,
     set_span_in_context,
 )
+from processor_helpers import attrs, read_spans
 
 from otel_agent_trace import model
 from otel_agent_trace.processor import SAMPLING_RATIO, AgentTraceSpanProcessor
