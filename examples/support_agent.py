@@ -150,7 +150,7 @@ SCRIPTS = {
 
 TICKETS = [
     "Hi, I'd like a refund for order A1001, the mugs arrived broken.",
-    "Please process a refund for order A10O2, I returned it last week.",
+    "Please process a refund for order A10O2, I returned it last week. Reach me at jane.doe@example.com or +1 415 555 0134.",
     "Where is my parcel for order A1003?",
     "Has my order A1004 shipped yet?",
 ]
