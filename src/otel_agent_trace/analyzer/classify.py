@@ -55,6 +55,9 @@ def classify(finding: Finding) -> None:
         detail = (f"tool {name}({_short(args)}) returned {_short(result)}" if result is not None
                   else f"tool {name}({_short(args)}) failed")
         finding.evidence.append(f"{detail} [{error_type.value}]")
+        reason = life.states[origin.span_id].reason if life and origin.span_id in life.states else ""
+        if reason and reason not in _PLAIN_REASONS:
+            finding.evidence.append(reason)  # the text in the trace that proves it
         if bug_class == "tool":
             if arguments_malformed(origin):
                 bug_class = "model_decision"
@@ -78,6 +81,9 @@ def classify(finding: Finding) -> None:
     if finding.recovered:
         finding.evidence.append(f"{len(finding.recovered)} earlier error(s) were recovered by a retry and skipped")
     finding.bug_class = bug_class
+
+
+_PLAIN_REASONS = ("recorded", "tool outcome", "tool status/result")
 
 
 def _dropped_before(finding: Finding, origin: Span) -> Span | None:
