@@ -8,7 +8,11 @@ process so that peak RSS (ru_maxrss) is the phase's own:
 - read:    the reader (spans built, checked for types), nothing kept;
 - group:   iter_findings: read + group by trace (with spills past the budget) + normalize +
            runs + origin per trace, findings dropped as they come (bounded memory);
-- analyze: analyze(): the same, keeping every finding (what the CLI's reports need).
+- analyze: analyze(): the same, keeping every finding (the library API);
+- cli:     `otel-agent-trace analyze FILE --format json -o /dev/null` end to end (streaming: each
+           finding reduced to its report fields as it comes), timed and measured in a child process.
+Each phase runs `--repeat` times, interleaved with the others; the median is reported, and its
+share of the median raw speed (the machine is noisy: compare ratios of the same run).
 """
 
 from __future__ import annotations
@@ -44,6 +48,16 @@ def phase(name: str, path: str, budget_mb: int) -> dict:
         gc.disable()
         for _ in read_file(path, InputReport(path)):
             count += 1
+    elif name == "cli":
+        proc = subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", path, "--format", "json",
+                               "-o", os.devnull, "--memory-budget", str(budget_mb), "--progress", "never"])
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"cli exited {proc.returncode}")
+        seconds = time.perf_counter() - start
+        size = os.path.getsize(path) / 1e6
+        return {"phase": name, "items": proc.returncode, "seconds": round(seconds, 2),
+                "mb_per_s": round(size / seconds, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
     elif name == "group":
         from otel_agent_trace.analyzer.analysis import iter_findings
 
@@ -65,8 +79,8 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=200)
     parser.add_argument("--budget-mb", type=int, default=256)
     parser.add_argument("--phase", help=argparse.SUPPRESS)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per phase; the best is kept")
-    parser.add_argument("--phases", default="raw,read,group,analyze")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per phase (interleaved); the median is reported")
+    parser.add_argument("--phases", default="raw,read,group,analyze,cli")
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(phase(args.phase, args.file, args.budget_mb)))
@@ -77,17 +91,23 @@ def main() -> None:
 
         generate(args.file, args.mb)
     print(f"{args.file}: {os.path.getsize(args.file) / 1e6:.0f} MB")
-    results = {}
-    for name in args.phases.split(","):
-        runs = [json.loads(subprocess.run([sys.executable, __file__, args.file, "--phase", name, "--budget-mb",
-                                           str(args.budget_mb)], capture_output=True, text=True, check=True).stdout)
-                for _ in range(args.repeat)]
-        best = max(runs, key=lambda r: r["mb_per_s"])
-        results[name] = best
-        share = f"  {best['mb_per_s'] / results['raw']['mb_per_s']:.0%} of raw" if "raw" in results else ""
-        print(f"{name:8} {best['mb_per_s']:7.1f} MB/s  {best['seconds']:6.2f} s  peak RSS {best['peak_rss_mb']:7.1f} MB"
-              f"  ({best['items']} items){share}")
-
+    names = args.phases.split(",")
+    samples: dict[str, list[dict]] = {name: [] for name in names}
+    for _ in range(args.repeat):  # interleaved, so that a noisy spell hits every phase alike
+        for name in names:
+            out = subprocess.run([sys.executable, __file__, args.file, "--phase", name, "--budget-mb",
+                                  str(args.budget_mb)], capture_output=True, text=True, check=True).stdout
+            samples[name].append(json.loads(out.strip().splitlines()[-1]))
+    raw = None
+    for name in names:
+        runs = sorted(samples[name], key=lambda r: r["mb_per_s"])
+        med = runs[len(runs) // 2]
+        rss = sorted(r["peak_rss_mb"] for r in runs)[len(runs) // 2]
+        raw = med["mb_per_s"] if name == "raw" else raw
+        share = f"  {med['mb_per_s'] / raw:.0%} of raw" if raw else ""
+        print(f"{name:8} {med['mb_per_s']:7.1f} MB/s (median of {len(runs)}: "
+              f"{', '.join(str(r['mb_per_s']) for r in runs)})  {med['seconds']:6.2f} s  peak RSS {rss:7.1f} MB"
+              f"  ({med['items']} items){share}")
 
 if __name__ == "__main__":
     main()
