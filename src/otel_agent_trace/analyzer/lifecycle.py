@@ -24,12 +24,13 @@ Flags are facts rules can match on besides the error type (`tool_retry_exceeded`
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.graph import Graph
-from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE
+from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
@@ -272,6 +273,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             st.phase = st.phase if st.phase in (Phase.ORIGIN.value, Phase.CRITICAL.value) else Phase.ORIGIN.value
             st.reason = reason
     _loops(run, life)
+    _unsupported_answer(run, life, definitions)
     _dropped_context(run, life)
     _retries(run, graph, life)
     _propagate(run, graph, life)
@@ -315,6 +317,43 @@ def _loops(run: Run, life: Lifecycle) -> None:
             _mark(life, target, ErrorType.LOOP_DETECTED.value,
                   f"{key[0]} called {LOOP_THRESHOLD} times with the same arguments")
             life.state(target.span_id).flags.add("loop_detected")
+
+
+FINAL_ANSWER_TOOL = re.compile(r"^(?:final[_ ]?answer|FinalAnswerTool)$", re.I)
+
+
+def _is_final_answer_tool(span: Span) -> bool:
+    return bool(FINAL_ANSWER_TOOL.match(str(span.attr(GEN_AI_TOOL_NAME) or span.name.removeprefix("execute_tool "))))
+
+
+def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) -> None:
+    """A final answer no tool result supports (`fabricated_value`, derived).
+
+    The agent provably had tools: it delivered its answer through a final-answer tool
+    (`final_answer`, smolagents' `FinalAnswerTool`), or tool definitions are recorded. Yet the run
+    executed no other tool and delegated to no sub-agent (`agent_trace.run.subagent_runs`, set by
+    normalization): whatever the answer states came from the model alone. The origin is the step
+    that decided the answer. Runs with an earlier error are left alone (that error is the story).
+    """
+    if not run.steps or any(s in run.spans for s in life.origins):
+        return
+    if run.root.attr(SUBAGENT_RUNS):
+        return
+    others = [t for t in run.tools if not _is_final_answer_tool(t)]
+    finals = [t for t in run.tools if _is_final_answer_tool(t)]
+    has_tools = bool(finals) or bool(definitions and any(not FINAL_ANSWER_TOOL.match(d) for d in definitions))
+    if others or not has_tools:
+        return
+    if finals:
+        decider = max((s for s in run.steps if s.start_ns <= finals[0].start_ns), key=lambda s: s.start_ns, default=None)
+    else:
+        decider = run.steps[-1]
+    if decider is None:
+        return
+    index = run.step_index_of(decider)
+    _mark(life, decider, ErrorType.FABRICATED_VALUE.value,
+          f"final answer at step {index} rests on no tool result: the run called no tool but the final answer "
+          "and no sub-agent, though it had tools")
 
 
 def _dropped_context(run: Run, life: Lifecycle) -> None:

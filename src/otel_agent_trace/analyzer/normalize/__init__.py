@@ -27,6 +27,8 @@ that runs.py, graph.py and locate.py work on them unchanged:
   (`tool_call_id`, or smolagents' `Call id: X` text) or the tool's result text; for a tool whose
   result text is unknown (an exception), the first step that started after it ended.
 - an LLM span with error status gets `agent_trace.error.type=llm_error`.
+- a run root gets `agent_trace.run.subagent_runs`: how many runs are nested directly in it (a
+  smolagents manager calling its managed agents); their reports are results the run consumed.
 Every rewritten span carries `agent_trace.normalized_from` (the convention). A trace that holds any
 `agent_trace.*` attribute comes from our instrumentation and passes through untouched.
 """
@@ -66,6 +68,7 @@ from otel_agent_trace.model import (
 STATUS_ERROR = 2
 HARNESS_CALL = "agent_trace.harness_call"  # a trailing LLM call outside the agent (see is_harness_call)
 ERROR_EVIDENCE = "agent_trace.error.evidence"  # the text that proved a tool result an error
+SUBAGENT_RUNS = "agent_trace.run.subagent_runs"  # runs nested directly in this run (managed agents)
 _CALL_ID_TEXT = re.compile(r"Call id:\s*([A-Za-z0-9_\-.:]+)")
 _MATCH_CHARS = 200  # the leading characters of a tool result looked for in later contexts
 _MIN_MATCH = 12
@@ -101,6 +104,8 @@ def normalize_trace(spans: list[Span]) -> str | None:
     root_ids = {r.span_id for r in roots}
     for root in roots:
         members = _subtree(root, children, root_ids)
+        member_ids = {m.span_id for m in members}
+        root.attributes[SUBAGENT_RUNS] = sum(1 for r in roots if r is not root and r.parent_id in member_ids)
         _normalize_run(root, members, facts, convention)
     return convention
 
