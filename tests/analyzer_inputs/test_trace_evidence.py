@@ -186,6 +186,40 @@ def test_trailing_harness_llm_call_is_not_a_run(tmp_path):
     assert len(_analyze(tmp_path, spans).findings) == 2
 
 
+def _code_agent(extra: list[dict], nested: bool = False) -> list[dict]:
+    spans = [
+        span(T, "0000000000000010", None, "CodeAgent.run", 0, {OI: "AGENT"}),
+        _llm("0000000000000011", "0000000000000010", 1, content="1. Facts given in the task ..."),
+        span(T, "0000000000000012", "0000000000000010", "Step 1", 10, {OI: "CHAIN"}),
+        *extra,
+        _llm("0000000000000013", "0000000000000012", 11, content="Code:\n```py\nfinal_answer('33149')\n```"),
+        span(T, "0000000000000014", "0000000000000012", "FinalAnswerTool", 12, {
+            OI: "TOOL", "tool.name": "final_answer", "input.value": '{"args": ["33149"]}'}),
+    ]
+    if nested:
+        spans += [span(T, "0000000000000015", "0000000000000012", "ToolCallingAgent.run", 5, {OI: "AGENT"}),
+                  _llm("0000000000000016", "0000000000000015", 6, content="the report")]
+    return spans
+
+
+def test_final_answer_without_any_tool_result_is_unsupported(tmp_path):
+    (finding,) = _analyze(tmp_path, _code_agent([])).findings
+    errors = _errors(finding)
+    assert list(errors) == ["0000000000000013"]  # the decision that answered
+    etype, reason = errors["0000000000000013"]
+    assert etype == "fabricated_value" and "rests on no tool result" in reason
+    assert finding.failed is False  # a suspicion, not a critical failure: no rule fires on it
+
+
+def test_answer_after_a_tool_or_a_sub_agent_is_not_unsupported(tmp_path):
+    searched = _code_agent([span(T, "0000000000000017", "0000000000000012", "SearchInformationTool", 10, {
+        OI: "TOOL", "tool.name": "web_search", "input.value": '{"query": "x"}', "output.value": "results..."})])
+    assert _errors(_analyze(tmp_path, searched).findings[0]) == {}
+    findings = _analyze(tmp_path, _code_agent([], nested=True)).findings
+    manager = next(f for f in findings if f.run.root.name == "CodeAgent.run")
+    assert manager.run.root.attr("agent_trace.run.subagent_runs") == 1 and _errors(manager) == {}
+
+
 def test_evidence_patterns_are_conservative():
     assert result_error("Address: u\nTitle: Error 404\n") == ("http", "Title: Error 404")
     assert result_error("403 Client Error: Forbidden for url: https://x")[0] == "http"
@@ -207,8 +241,9 @@ def test_trail_gaia_figures(tmp_path):
     assert r["runs"] == 162  # the harness's trailing LLM call is no run (was 275)
     base = r["baseline: error-status/exception spans"]
     ranked = r["proven errors, earliest first"]
-    # above the error-status baseline on every axis at once
+    # above the error-status baseline on every axis at once; hit@1 above the README's 40% aim
     assert ranked["hit@1"] > base["hit@1"] and ranked["precision"] > base["precision"] + 0.15
+    assert ranked["hit@1"] >= 0.4 * ranked["traces_with_high"]
     assert ranked["system_execution_found"] >= base["system_execution_found"]
     readers = r["proven errors + their readers"]
     assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15
