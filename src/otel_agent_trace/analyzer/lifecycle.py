@@ -12,7 +12,12 @@ did not flag every error type. This module derives, for every span of a run, a `
               when definitions are present); the step where the same tool with the same
               arguments reaches `LOOP_THRESHOLD` requests (`loop_detected`); a step whose
               context lost messages the previous step's context had (`context_dropped`);
-              any span marked `origin` online, with its recorded error type.
+              any span marked `origin` online, with its recorded error type; an exception on a
+              framework span, typed by `normalize/evidence.exception_kind` (format / arguments
+              -> `invalid_arguments`, operation limit -> `tool_timeout`, ...), unless it restates
+              the exception of a tool it ran; a final answer no tool result supports
+              (`fabricated_value`, `_unsupported_answer`). `SpanState.reason` keeps the text
+              that proves each (exception kind and message, the result's error banner).
 * propagate - a span that depends (any relation) on an origin or propagate span.
 * recovered - an origin that a later `retry_of` chain ended in success (edges recorded, or,
               when a trace has none, the next execution of the same tool: a derived retry).
