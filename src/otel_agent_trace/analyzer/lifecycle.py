@@ -324,7 +324,7 @@ def _loops(run: Run, life: Lifecycle) -> None:
             life.state(target.span_id).flags.add("loop_detected")
 
 
-FINAL_ANSWER_TOOL = re.compile(r"^(?:final[_ ]?answer|FinalAnswerTool)$", re.I)
+FINAL_ANSWER_TOOL = re.compile(r"^(?:final[_ ]?answer|FinalAnswerTool)$", re.IGNORECASE)
 
 
 def _is_final_answer_tool(span: Span) -> bool:

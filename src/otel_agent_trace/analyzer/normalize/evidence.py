@@ -43,30 +43,30 @@ import re
 HEAD_CHARS = 400  # where an error banner sits in a tool result
 
 _RESULT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)Error\s+([45]\d\d)\b", re.M)),
+    ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)Error\s+([45]\d\d)\b", re.MULTILINE)),
     ("http", re.compile(r"\b([45]\d\d) (?:Client|Server) Error\b")),
     ("http", re.compile(r"\bHTTP(?:Error| Error)\s*:?\s*([45]\d\d)\b")),
     ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)?([45]\d\d) (?:Forbidden|Not Found|Unauthorized|Too Many Requests|"
-                        r"Service Unavailable|Internal Server Error|Bad Gateway|Gateway Time-?out)\b", re.M)),
-    ("rate_limit", re.compile(r"\brate[ _-]?limit(?:ed| exceeded|error)\b|\bRateLimitError\b", re.I)),
+                        r"Service Unavailable|Internal Server Error|Bad Gateway|Gateway Time-?out)\b", re.MULTILINE)),
+    ("rate_limit", re.compile(r"\brate[ _-]?limit(?:ed| exceeded|error)\b|\bRateLimitError\b", re.IGNORECASE)),
     ("not_found", re.compile(r"No such file or directory|\bFileNotFoundError\b")),
     ("connection", re.compile(r"Connection aborted|\bConnectionError\b|Max retries exceeded with url|"
                               r"Name or service not known|Connection refused|RemoteDisconnected")),
-    ("timeout", re.compile(r"\btimed out\b|\bTimeoutError\b|\bReadTimeout\b|deadline exceeded", re.I)),
-    ("traceback", re.compile(r"^Traceback \(most recent call last\):", re.M)),
+    ("timeout", re.compile(r"\btimed out\b|\bTimeoutError\b|\bReadTimeout\b|deadline exceeded", re.IGNORECASE)),
+    ("traceback", re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)),
 )
 
 _FORMAT = re.compile(r"AgentParsingError|Error in code parsing|regex pattern .{0,80}was not found|Code parsing failed|"
-                     r"\bSyntaxError\b|OutputParserException|Could not parse (?:LLM|model) output|ParsingError", re.I | re.S)
+                     r"\bSyntaxError\b|OutputParserException|Could not parse (?:LLM|model) output|ParsingError", re.IGNORECASE | re.DOTALL)
 # smolagents' sandbox refused the model's code as written (not a resource limit: see _OPERATIONS)
 _SANDBOX = re.compile(r"InterpreterError: (?!Reached the max)")
 _ARGUMENTS = re.compile(r"got an unexpected keyword argument|missing \d+ required (?:positional|keyword-only) argument|"
                         r"takes \d+ positional arguments? but \d+ (?:were|was) given|"
                         r"(?:input|argument)s? (?:validation|schema) (?:error|failed)|\bValidationError\b")
-_OPERATIONS = re.compile(r"max(?:imum)? number of operations|\bRecursionError\b|maximum recursion depth", re.I)
-_MAX_STEPS = re.compile(r"MaxStepsError|max(?:imum)?[ _]steps|step limit|\bbudget\b", re.I)
+_OPERATIONS = re.compile(r"max(?:imum)? number of operations|\bRecursionError\b|maximum recursion depth", re.IGNORECASE)
+_MAX_STEPS = re.compile(r"MaxStepsError|max(?:imum)?[ _]steps|step limit|\bbudget\b", re.IGNORECASE)
 _GENERATION = re.compile(r"AgentGenerationError|Error in generating model output|\bBadRequestError\b|"
-                         r"\bAPIError\b|\bAuthenticationError\b", re.I)
+                         r"\bAPIError\b|\bAuthenticationError\b", re.IGNORECASE)
 
 
 def result_error(text: object) -> tuple[str, str] | None:
@@ -84,7 +84,7 @@ def result_error(text: object) -> tuple[str, str] | None:
 def exception_kind(exc_type: str, message: str) -> str:
     """What a framework exception (type + message) says about who failed; see the module doc."""
     text = f"{exc_type} {message}"
-    if _MAX_STEPS.search(exc_type) or re.search(r"Reached max steps|max steps", message, re.I):
+    if _MAX_STEPS.search(exc_type) or re.search(r"Reached max steps|max steps", message, re.IGNORECASE):
         return "max_steps"
     if _GENERATION.search(exc_type) or message.startswith("Error in generating model output"):
         return "generation"
@@ -99,7 +99,7 @@ def exception_kind(exc_type: str, message: str) -> str:
     found = result_error(message)
     if found:
         return found[0] if found[0] != "traceback" else "exception"
-    if re.search(r"timeout|timed out", text, re.I):
+    if re.search(r"timeout|timed out", text, re.IGNORECASE):
         return "timeout"
     return "exception"
 
