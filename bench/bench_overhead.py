@@ -164,7 +164,18 @@ def make_instrumentor(side: str, config: str, provider: Any) -> tuple[Callable[[
         inst, kwargs = OpenAIInstrumentor(), {}
     else:
         raise SystemExit(f"unknown side {side}")
-    return (lambda: inst.instrument(tracer_provider=provider, **kwargs)), inst.uninstrument
+    # Toggle by swapping `Completions.create` itself: some instrumentors' `uninstrument()` does
+    # not restore it (OpenLLMetry's wrappers then stack up, one more per block), and swapping
+    # is the same cheap operation for every side.
+    from openai.resources.chat.completions.completions import Completions
+
+    original = Completions.__dict__["create"]
+    inst.instrument(tracer_provider=provider, **kwargs)
+    wrapped = Completions.__dict__["create"]
+    if wrapped is original:
+        raise SystemExit(f"{side}: instrument() did not patch Completions.create")
+    setattr(Completions, "create", original)
+    return (lambda: setattr(Completions, "create", wrapped)), (lambda: setattr(Completions, "create", original))
 
 
 def time_block(call: Callable[[], None], n: int) -> list[float]:
@@ -188,6 +199,10 @@ def measure_block(call: Callable[[], None], n: int, flush: Callable[[], Any]) ->
 def child(side: str, config: str, workloads: list[str], rounds: int, iterations: int, exporter: str,
           profile: str | None) -> dict[str, Any]:
     set_env(side, config)
+    import logging
+
+    # OpenInference's flattened messages exceed the SDK's 128-attribute limit in the loop: one warning per span
+    logging.getLogger("opentelemetry.attributes").setLevel(logging.ERROR)
     provider = make_provider(exporter)
     instrument, uninstrument = make_instrumentor(side, config, provider)
     response = final_bytes()
