@@ -1,0 +1,48 @@
+"""The CLI's streaming path (findings reduced as they come) gives the same reports as analyze()."""
+
+from __future__ import annotations
+
+import json
+
+from inputs_support import failing_run, line, span
+
+from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
+from otel_agent_trace.analyzer.enrich import apply_rules
+from otel_agent_trace.analyzer.report import html, markdown, text
+from otel_agent_trace.analyzer.report.json_report import to_dict
+from otel_agent_trace.analyzer.rules import Rule, load_rules
+from otel_agent_trace.cli import main as cli_main
+
+
+def _file(tmp_path):
+    ok = [dict(s, status={}) for s in failing_run(2)]
+    orphan = span(f"{1:032x}", "00000001000000ff", "00000001deadbeef", "orphan", 9)
+    path = tmp_path / "t.jsonl"
+    path.write_text(line(failing_run(0)) + line(failing_run(1)[:3]) + line(failing_run(1)[3:] + [orphan]) + line(ok))
+    return str(path)
+
+
+def test_reduced_reports_equal_full_reports(tmp_path):
+    path = _file(tmp_path)
+    full, reduced = analyze([path]), analyze_reduced([path], html=True)
+    prices = {"gpt-4o-mini": {"input_per_mtok": 1, "output_per_mtok": 2}}
+    assert to_dict(reduced, prices) == to_dict(full, prices)
+    data = to_dict(full)
+    assert data["inputs"][0]["warnings"] and data["inputs"][0]["warnings"][0].keys() == {"line", "reason"}
+    assert html.render(reduced, to_dict(reduced)) == html.render(full, data)
+    assert markdown.render(reduced) == markdown.render(full)
+    assert text.render(reduced) == text.render(full)
+
+
+def test_rules_applied_while_streaming_equal_apply_rules(tmp_path):
+    path = _file(tmp_path)
+    rules = load_rules(None) + [Rule("ANY_STEP", "a step ran", {"span_name": "agent_step*"})]
+    full = apply_rules(analyze([path]), rules)
+    assert to_dict(analyze_reduced([path], rules=rules)) == to_dict(full)
+
+
+def test_cli_json_lists_warnings(tmp_path, capsys):
+    path = _file(tmp_path)
+    assert cli_main(["analyze", path, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert any("orphan" in w["reason"] for w in report["inputs"][0]["warnings"])
