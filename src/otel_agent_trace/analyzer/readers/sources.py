@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 from typing import IO, Callable, Iterator
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -37,7 +38,9 @@ def records(path: str, progress: Callable[[int], None] | None = None) -> Iterato
     raw = open(path, "rb")
     try:
         head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
-        if head.startswith(GZIP_MAGIC):
+        if head.startswith((GZIP_MAGIC, ZSTD_MAGIC)) and not _decodes(raw, head):
+            yield from _lines(raw, raw, progress)  # text that merely starts like a compressed stream
+        elif head.startswith(GZIP_MAGIC):
             yield from _lines(gzip.GzipFile(fileobj=raw, mode="rb"), raw, progress)
         elif head.startswith(ZSTD_MAGIC):
             reader = _zstd().ZstdDecompressor().stream_reader(raw, read_across_frames=True)
@@ -48,6 +51,23 @@ def records(path: str, progress: Callable[[int], None] | None = None) -> Iterato
             yield from _lines(raw, raw, progress)
     finally:
         raw.close()
+
+
+def _decodes(raw: IO[bytes], head: bytes) -> bool:
+    """Does the start of the file really decompress? (A JSON Lines file whose first bytes happen
+    to be a magic number is read as text.) The file position is left at 0."""
+    prefix = raw.read(1 << 16)
+    raw.seek(0)
+    try:
+        if head.startswith(GZIP_MAGIC):
+            zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(prefix)
+        else:
+            _zstd().ZstdDecompressor().decompressobj().decompress(prefix)
+    except UnreadableInput:
+        return True  # compressed, but we cannot tell more without zstandard: report that
+    except Exception:  # noqa: BLE001 - zlib.error, zstandard.ZstdError: not a valid stream
+        return False
+    return True
 
 
 def _lines(handle: IO[bytes], raw: IO[bytes], progress: Callable[[int], None] | None) -> Iterator[tuple[int, bytes]]:
