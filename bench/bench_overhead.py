@@ -173,7 +173,9 @@ def make_instrumentor(side: str, config: str, provider: Any) -> tuple[Callable[[
     inst.instrument(tracer_provider=provider, **kwargs)
     wrapped = Completions.__dict__["create"]
     if wrapped is original:
-        raise SystemExit(f"{side}: instrument() did not patch Completions.create")
+        # patched elsewhere (OpenInference wraps the client's `request`): toggle with its own methods
+        inst.uninstrument()
+        return (lambda: inst.instrument(tracer_provider=provider, **kwargs)), inst.uninstrument
     setattr(Completions, "create", original)
     return (lambda: setattr(Completions, "create", wrapped)), (lambda: setattr(Completions, "create", original))
 
@@ -337,8 +339,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] skipping {entry}: its venv did not install", file=sys.stderr)
             continue
         print(f"[bench] {entry}", file=sys.stderr, flush=True)
-        res = loop.run_child(pythons[side], SCRIPT, [side, config, ",".join(args.workloads), str(args.rounds),
-                                                    str(args.iterations), args.exporter, profile_workload or "-"])
+        try:
+            res = loop.run_child(pythons[side], SCRIPT, [side, config, ",".join(args.workloads), str(args.rounds),
+                                                        str(args.iterations), args.exporter, profile_workload or "-"])
+        except Exception as exc:  # one side failing must not lose the others' figures
+            print(f"[bench] {entry} failed: {exc}", file=sys.stderr, flush=True)
+            continue
         if "profile" in res:
             print(res.pop("profile"))
         results.append(res)
