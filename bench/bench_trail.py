@@ -9,14 +9,21 @@ or one hop away (parent/child). Reported:
   each trace's ranked prediction list;
 * precision: share of predicted error spans that match some gold error;
 * recall of the System Execution gold errors.
-Two prediction sets are scored:
+Prediction sets scored:
 * `origin+chain`: for each failed run, its ranked origin candidates, then the error spans of its
   chains (hops that carry an error type), in that order;
 * `all errors`: the above, then every unrecovered error the offline lifecycle found in any run;
-* `proven errors, earliest first`: the trace's origin ranking: every unrecovered error of every
-  run of the trace (nested agents included), ordered by start time;
-* `proven errors + their readers`: the same, each failure of a tool or the environment (bug
-  class `tool`) followed by the decision that read it (TRAIL charges the reaction there);
+* `unrecovered errors, earliest first`: every unrecovered origin of every run of the trace (nested
+  agents included, suspicions too), ordered by start time, each at the step that made or ran it
+  (the main set until 2026-11-30);
+* `proven errors, TRAIL placement` (the precision set): the same without the suspicions (origins
+  flagged `suspicion`: an unsupported final answer whose own plan named no tool), the model's own
+  errors (format, arguments) at the step that made them, a failure of a tool or the environment
+  (bug class `tool`) at the decision that read it, where TRAIL charges the reaction;
+* `  + suspicions, ranked last`: the ranking a user reads: proven errors earliest first, then
+  the suspicions (hit@k and precision over everything it names);
+* `proven errors + their readers`: proven errors, each tool failure both at its step and at the
+  decision that read it;
 * `  + recovered errors`: the same with the errors a retry recovered (TRAIL labels an error
   whether or not the agent recovered from it).
 The README's two trivial baselines are recomputed with the same scorer, to check it.
@@ -64,15 +71,23 @@ def charged(f: Any, span: Any) -> str:
     return span.span_id
 
 
-def ranked_errors(analysis: Any, recovered: bool = False, readers: bool = True) -> dict[str, list[str]]:
+def ranked_errors(analysis: Any, recovered: bool = False, readers: str = "step",
+                  suspicions: str = "include") -> dict[str, list[str]]:
     """Per trace: every error the lifecycle proved (unrecovered; with `recovered`, those too), in
     every run of the trace (nested runs included), earliest first: the trace's origin ranking.
-    With `readers`, a failure of a tool or of the environment (bug class `tool`) is followed by
-    the decision that read it (`Finding.readers`, the first propagate hop of its chain), where
-    TRAIL charges the reaction; the model's own errors (format, arguments) are charged where made."""
+
+    `readers` says where a failure of a tool or of the environment (bug class `tool`) is placed:
+    `step` at the step that ran it (`charged`), `reader` at the decision that read it
+    (`Finding.readers`, the first propagate hop of its chain: where TRAIL charges the reaction;
+    the step when no decision read it), `both` the step followed by the reader. The model's own
+    errors (format, arguments) are always placed where they were made.
+    `suspicions` (origins flagged `suspicion`: inferred without proof, e.g. an unsupported final
+    answer whose plan named no tool): `include` ranks them like the others, `exclude` drops them,
+    `last` ranks them after every proven error of the trace."""
+    from otel_agent_trace.analyzer.lifecycle import SUSPICION
     from otel_agent_trace.model import BUG_CLASS_OF_ERROR, ErrorType
 
-    items: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    items: dict[str, list[tuple[int, int, int, str]]] = defaultdict(list)
     for f in analysis.findings:
         life = f.lifecycle
         ids = sorted(life.origins) if recovered else [s.span_id for s in f.errors]
@@ -80,16 +95,21 @@ def ranked_errors(analysis: Any, recovered: bool = False, readers: bool = True) 
             span = f.run.spans.get(sid)
             if span is None or span is f.run.root:
                 continue
-            items[f.run.trace_id].append((span.start_ns, 0, charged(f, span)))
+            suspect = SUSPICION in life.state(sid).flags
+            if suspect and suspicions == "exclude":
+                continue
+            tier = 1 if suspect and suspicions == "last" else 0
             etype = life.error_type(sid)
             kind = BUG_CLASS_OF_ERROR.get(ErrorType(etype)) if etype in ErrorType._value2member_map_ else None
-            reader = f.readers.get(sid)
-            if readers and kind == "tool" and reader is not None:
-                items[f.run.trace_id].append((span.start_ns, 1, reader.span_id))
+            reader = f.readers.get(sid) if kind == "tool" else None
+            if readers != "reader" or reader is None:
+                items[f.run.trace_id].append((tier, span.start_ns, 0, charged(f, span)))
+            if readers != "step" and reader is not None:
+                items[f.run.trace_id].append((tier, span.start_ns, 1, reader.span_id))
     out: dict[str, list[str]] = {}
-    for trace, triples in items.items():
+    for trace, entries in items.items():
         ranked: list[str] = []
-        for _, _, sid in sorted(triples):
+        for *_, sid in sorted(entries):
             if sid not in ranked:
                 ranked.append(sid)
         out[trace] = ranked
@@ -128,6 +148,7 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
     hit1 = hit3 = with_high = 0
     predicted = matched = 0
     sys_total = sys_found = 0
+    via: dict[str, int] = defaultdict(int)
     for lab in labels:
         trace = lab["trace_id"]
         parent = parents.get(trace, {})
@@ -140,7 +161,11 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
             hit3 += any(near(p, high, parent) for p in ranked[:3])
         for p in ranked:
             predicted += 1
-            matched += any(near(p, g["span_id"], parent) for g in gold)
+            hit = [g["span_id"] for g in gold if near(p, g["span_id"], parent)]
+            matched += bool(hit)
+            if hit:  # how: the closest relation (the scorer's one hop, checked)
+                via["same span" if p in hit else "gold is a child" if any(parent.get(g) == p for g in hit)
+                    else "gold is the parent"] += 1
         for g in gold:
             if g.get("top_class") == "System Execution":
                 sys_total += 1
@@ -151,7 +176,31 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
             "predicted": predicted, "matched": matched,
             "precision": round(matched / predicted, 3) if predicted else 0.0,
             "system_execution_recall": f"{sys_found}/{sys_total}", "system_execution_found": sys_found,
-            "system_execution_total": sys_total}
+            "system_execution_total": sys_total, "matched_via": dict(via)}
+
+
+def by_type(analysis: Any, labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, str]:
+    """matched/predicted per error type (suspicions apart), placed as in the precision set."""
+    from otel_agent_trace.analyzer.lifecycle import SUSPICION
+    from otel_agent_trace.model import BUG_CLASS_OF_ERROR, ErrorType
+
+    gold = {lab["trace_id"]: [e["span_id"] for e in lab["gold"]["errors"] if e.get("span_id")] for lab in labels}
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for f in analysis.findings:
+        life, trace = f.lifecycle, f.run.trace_id
+        for span in f.errors:
+            etype = life.error_type(span.span_id) or "?"
+            kind = BUG_CLASS_OF_ERROR.get(ErrorType(etype)) if etype in ErrorType._value2member_map_ else None
+            reader = f.readers.get(span.span_id) if kind == "tool" else None
+            sid = reader.span_id if reader is not None else charged(f, span)
+            if (trace, sid) in seen:
+                continue
+            seen.add((trace, sid))
+            key = etype + (" (suspicion)" if SUSPICION in life.state(span.span_id).flags else "")
+            counts[key][1] += 1
+            counts[key][0] += any(near(sid, g, parents.get(trace, {})) for g in gold.get(trace, ()))
+    return {k: f"{m}/{n}" for k, (m, n) in sorted(counts.items(), key=lambda kv: -kv[1][1])}
 
 
 def baselines(spans: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
@@ -186,21 +235,31 @@ def main(argv: list[str] | None = None) -> int:
         "failed_runs": sum(f.failed for f in analysis.findings),
         "origin+chain": score(chain_pred, labels, parents),
         "all errors": score(all_pred, labels, parents),
-        "proven errors, earliest first": score(ranked_errors(analysis, readers=False), labels, parents),
-        "proven errors + their readers": score(ranked_errors(analysis), labels, parents),
-        "  + recovered errors": score(ranked_errors(analysis, recovered=True), labels, parents),
+        "unrecovered errors, earliest first": score(ranked_errors(analysis), labels, parents),
+        "proven errors, TRAIL placement": score(ranked_errors(analysis, readers="reader", suspicions="exclude"),
+                                                labels, parents),
+        "  + suspicions, ranked last": score(ranked_errors(analysis, readers="reader", suspicions="last"),
+                                             labels, parents),
+        "proven errors + their readers": score(ranked_errors(analysis, readers="both", suspicions="exclude"),
+                                               labels, parents),
+        "  + recovered errors": score(ranked_errors(analysis, recovered=True, readers="both", suspicions="exclude"),
+                                      labels, parents),
     }
     for name, pred in baselines(spans).items():
         results[f"baseline: {name}"] = score(pred, labels, parents)
+    results["precision by error type (precision set)"] = by_type(analysis, labels, parents)
     print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, "
           f"{results['runs']} runs, {results['failed_runs']} failed")
     print(f"{'predictions':<40} {'hit@1':>10} {'hit@3':>10} {'precision':>16} {'SysExec recall':>15}")
     for key, r in results.items():
-        if not isinstance(r, dict):
+        if not isinstance(r, dict) or "hit@1" not in r:
             continue
         print(f"{key:<40} {r['hit@1']:>3}/{r['traces_with_high']:<3} {r['hit@1_rate']:>4.0%} "
               f"{r['hit@3']:>3}/{r['traces_with_high']:<3}{r['hit@3_rate']:>4.0%} "
               f"{r['precision']:>6.2f} ({r['matched']}/{r['predicted']}) {r['system_execution_recall']:>10}")
+    print("matched via (precision set):", results["proven errors, TRAIL placement"]["matched_via"])
+    print("precision by error type (precision set):",
+          ", ".join(f"{k} {v}" for k, v in results["precision by error type (precision set)"].items()))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(results, handle, indent=2)

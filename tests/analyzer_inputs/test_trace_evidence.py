@@ -16,7 +16,7 @@ from inputs_support import line, span
 
 from otel_agent_trace.analyzer.analysis import analyze
 from otel_agent_trace.analyzer.normalize import normalize_trace
-from otel_agent_trace.analyzer.normalize.evidence import exception_kind, result_error
+from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned, result_error
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.spans import InputReport
 
@@ -220,6 +220,64 @@ def test_answer_after_a_tool_or_a_sub_agent_is_not_unsupported(tmp_path):
     assert manager.run.root.attr("agent_trace.run.subagent_runs") == 1 and _errors(manager) == {}
 
 
+def _planned_agent(plan: str, prompt: str) -> list[dict]:
+    spans = _code_agent([])
+    for sp in spans:
+        if sp["spanId"] == "0000000000000011":  # the planning call: its prompt lists the tools
+            sp["attributes"] += [
+                {"key": "llm.input_messages.0.message.content", "value": {"stringValue": prompt}},
+                {"key": "llm.output_messages.0.message.content", "value": {"stringValue": plan}}]
+    return spans
+
+
+TOOLS_PROMPT = ("You can use these tools:\n- search_agent: A team member that will search the internet.\n"
+                "- final_answer: Provides a final answer.\n    Takes inputs: {'answer': ...}\n"
+                "Facts:\n  - Reasoning: an indented bullet is no tool\n")
+
+
+def test_unsupported_answer_whose_plan_named_a_tool_is_proven(tmp_path):
+    spans = _planned_agent("1. Ask search_agent for the 2016 paper.\n2. Read the Reasoning.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, spans).findings
+    life = finding.lifecycle
+    (sid,) = [s.span_id for s in finding.errors]
+    assert life.error_type(sid) == "fabricated_value"
+    assert life.states[sid].flags == {"plan_named_tool"}
+    assert "its own plan named search_agent, which it never called" in life.states[sid].reason
+
+
+def test_unsupported_answer_whose_plan_named_no_tool_is_a_suspicion(tmp_path):
+    # the plan solves the cipher in place; "Reasoning" is listed only as an indented bullet
+    spans = _planned_agent("1. Reverse the text.\n2. Reasoning: the opposite of left is right.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, spans).findings
+    life = finding.lifecycle
+    (sid,) = [s.span_id for s in finding.errors]
+    assert life.states[sid].flags == {"suspicion"} and "low confidence" in life.states[sid].reason
+    assert finding.failed is False
+
+
+def test_a_planning_call_is_not_the_decision_that_read_a_tool_failure(tmp_path):
+    spans = _agent([
+        span(T, "00000000000000b1", "00000000000000a1", "Step 1", 10, {OI: "CHAIN"}),
+        _llm("00000000000000b2", "00000000000000b1", 11, [("inspect_file", '{"path": "a.mp3"}')]),
+        span(T, "00000000000000b3", "00000000000000b1", "TextInspectorTool", 12, {
+            OI: "TOOL", "tool.name": "inspect_file", "input.value": '{"path": "a.mp3"}'}, status=2,
+            events=[_exc("FileConversionException", "Could not convert 'a.mp3' to Markdown.")]),
+        # a plan update directly under the run (smolagents' planning call) restates the history
+        _llm("00000000000000b4", "00000000000000a1", 20, content="Updated plan: 1. try another tool"),
+        span(T, "00000000000000b5", "00000000000000a1", "Step 2", 30, {OI: "CHAIN"}),
+        _llm("00000000000000b6", "00000000000000b5", 31, [("web_search", '{"q": "x"}')]),
+    ])
+    (finding,) = _analyze(tmp_path, spans).findings
+    assert [s.span_id for s in finding.errors] == ["00000000000000b3"]
+    assert finding.readers["00000000000000b3"].span_id == "00000000000000b6"
+
+
+def test_listed_tools_and_mentions():
+    assert listed_tools(TOOLS_PROMPT) == {"search_agent", "final_answer"}
+    assert mentioned("I will call search_agent now", {"search_agent", "visualizer"}) == {"search_agent"}
+    assert mentioned("my_search_agent2 is another name", {"search_agent"}) == set()
+
+
 def test_evidence_patterns_are_conservative():
     assert result_error("Address: u\nTitle: Error 404\n") == ("http", "Title: Error 404")
     assert result_error("403 Client Error: Forbidden for url: https://x")[0] == "http"
@@ -240,11 +298,20 @@ def test_trail_gaia_figures(tmp_path):
     r = json.loads(out.read_text())
     assert r["runs"] == 162  # the harness's trailing LLM call is no run (was 275)
     base = r["baseline: error-status/exception spans"]
-    ranked = r["proven errors, earliest first"]
-    # above the error-status baseline on every axis at once; hit@1 above the README's 40% aim
-    assert ranked["hit@1"] > base["hit@1"] and ranked["precision"] > base["precision"] + 0.15
-    assert ranked["hit@1"] >= 0.4 * ranked["traces_with_high"]
-    assert ranked["system_execution_found"] >= base["system_execution_found"]
+    old = r["unrecovered errors, earliest first"]  # the main set before the suspicion split
+    assert (old["hit@1"], old["matched"], old["predicted"]) == (55, 134, 193)
+    proven = r["proven errors, TRAIL placement"]  # the precision set: no suspicions
+    assert proven["precision"] >= 0.77 and proven["predicted"] <= 165  # 0.78 (126/162); was 0.69 (134/193)
+    assert proven["precision"] > base["precision"] + 0.3
+    # the scorer's one hop: a prediction matches its own span or a child (never through the run span)
+    assert set(proven["matched_via"]) <= {"same span", "gold is a child", "gold is the parent"}
+    assert proven["matched_via"].get("gold is the parent", 0) == 0
+    ranking = r["  + suspicions, ranked last"]  # what a user reads: proven first, then suspicions
+    assert ranking["hit@1"] >= 52 and ranking["hit@1"] >= 0.4 * ranking["traces_with_high"]  # was 55/92
+    assert ranking["precision"] > old["precision"]
+    types = r["precision by error type (precision set)"]
+    assert types["fabricated_value"] == "26/27"  # the plan named a tool it never called
+    assert types["fabricated_value (suspicion)"] == "17/31"  # kept out of the precision set
     readers = r["proven errors + their readers"]
     assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15
     assert readers["system_execution_found"] >= 16  # of 24 (was 0 for origin+chain, 8 for the baseline)

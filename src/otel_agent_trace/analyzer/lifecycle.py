@@ -36,7 +36,7 @@ from typing import Any
 
 from otel_agent_trace.analyzer.graph import Graph
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
-from otel_agent_trace.analyzer.normalize.evidence import exception_kind
+from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
@@ -356,9 +356,40 @@ def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None)
     if decider is None:
         return
     index = run.step_index_of(decider)
-    _mark(life, decider, ErrorType.FABRICATED_VALUE.value,
-          f"final answer at step {index} rests on no tool result: the run called no tool but the final answer "
-          "and no sub-agent, though it had tools")
+    planned = _planned_tools(run, decider, definitions)
+    reason = (f"final answer at step {index} rests on no tool result: the run called no tool but the final answer "
+              "and no sub-agent, though it had tools")
+    if planned:
+        reason += f"; its own plan named {', '.join(sorted(planned))}, which it never called"
+    else:
+        reason += "; low confidence (a suspicion): nothing in the trace says the task needed a tool"
+    _mark(life, decider, ErrorType.FABRICATED_VALUE.value, reason)
+    life.state(decider.span_id).flags.add(PLAN_NAMED_TOOL if planned else SUSPICION)
+
+
+SUSPICION = "suspicion"  # an origin inferred without proof (see _unsupported_answer): not a proven error
+PLAN_NAMED_TOOL = "plan_named_tool"
+
+
+def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set[str]:
+    """Tools the model was given (recorded definitions, or listed in its prompt as `- name: ...`),
+    other than the final answer, that its own outputs up to the answering decision name."""
+    from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
+
+    given = set(definitions or ())
+    outputs: list[str] = []
+    for span in sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id)):
+        if span.start_ns > decider.end_ns:
+            break
+        facts = facts_of(span)
+        if facts is None or facts.role != LLM:
+            continue
+        for message in facts.inputs:
+            given |= listed_tools(message.content)
+        if facts.output_text:
+            outputs.append(facts.output_text)
+    given = {n for n in given if not FINAL_ANSWER_TOOL.match(n)}
+    return set().union(*(mentioned(text, given) for text in outputs)) if outputs else set()
 
 
 def _dropped_context(run: Run, life: Lifecycle) -> None:

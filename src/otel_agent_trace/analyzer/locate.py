@@ -171,14 +171,25 @@ def reader_of(run: Run, graph: Graph, span: Span) -> Span | None:
     and when no step follows."""
     if span in run.steps:
         return None
-    step_ids = {s.span_id for s in run.steps}
+    steps = acting_steps(run)
+    step_ids = {s.span_id for s in steps}
     targets = {span.span_id} | {t.span_id for t in run.tools if t.parent_id == span.span_id}
     readers = [run.spans[src] for t in targets for src, rel in graph.reverse.get(t, ())
                if rel == Relation.CONSUMES.value and src in step_ids]
     if readers:
         return min(readers, key=lambda s: (s.start_ns, s.span_id))
-    later = [s for s in run.steps if s.start_ns >= span.end_ns]
+    later = [s for s in steps if s.start_ns >= span.end_ns]
     return later[0] if later else None
+
+
+def acting_steps(run: Run) -> list[Span]:
+    """The steps that decide an action. When a framework nests its model calls in step spans
+    (smolagents' `Step N`), a model call directly under the run span is a planning call (a plan or
+    its update, which restates the history): it reads an error but acts on nothing, so it is not
+    where the error became a decision. Without nesting every step acts."""
+    root = run.root.span_id
+    nested = [s for s in run.steps if s.parent_id and s.parent_id != root]
+    return nested if nested else list(run.steps)
 
 
 def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycle, critical: Span) -> None:

@@ -34,6 +34,11 @@ never deep inside page content, where the same words are just text the tool foun
 * `generation`  - the model call itself failed (`AgentGenerationError`, provider errors);
 * `timeout`, `not_found`, `http`, `connection`, `rate_limit` - as for results;
 * `exception`   - anything else.
+
+`listed_tools(prompt)` -> the tool (and team-member) names a prompt lists in the smolagents
+convention, one per line at the start of the line: `- name: description` (indented bullets such
+as a plan's `  - Reasoning:` are not listings). `mentioned(text, names)` -> those of `names` the
+text contains as whole words. Together they prove that a model's own plan named a tool it had.
 """
 
 from __future__ import annotations
@@ -102,6 +107,21 @@ def exception_kind(exc_type: str, message: str) -> str:
     if re.search(r"timeout|timed out", text, re.IGNORECASE):
         return "timeout"
     return "exception"
+
+
+_LISTED_TOOL = re.compile(r"^- ([A-Za-z_][A-Za-z0-9_]*):", re.MULTILINE)
+
+
+def listed_tools(prompt: object) -> set[str]:
+    """Tool / team-member names listed in a prompt, `- name: description` at the start of a line."""
+    return set(_LISTED_TOOL.findall(prompt)) if isinstance(prompt, str) else set()
+
+
+def mentioned(text: object, names: set[str]) -> set[str]:
+    """The names the text contains as whole words (identifiers: `search_agent`, `visualizer`)."""
+    if not isinstance(text, str) or not names:
+        return set()
+    return {n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
 
 
 def _line_of(text: str, pos: int, limit: int = 120) -> str:
