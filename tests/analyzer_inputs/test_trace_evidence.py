@@ -146,6 +146,9 @@ def test_tool_retry_exceeded_on_bad_arguments_is_model_decision(tmp_path):
     assert finding.failed and finding.fired[0].rule.rule_id == "TOOL_RETRY_EXCEEDED"
     assert finding.origin is not None and finding.origin.span_id == "00000000000000e3"
     assert finding.origin_error_type == "invalid_arguments" and finding.bug_class == "model_decision"
+    # the streak is named once in the evidence; each repeat stays an error of its own (TRAIL labels them)
+    assert any("same error (same tool, same error text) repeated 2 more time(s)" in e for e in finding.evidence)
+    assert len(finding.errors) == 3
 
 
 def test_operation_limit_and_missing_file_in_code_execution(tmp_path):

@@ -75,6 +75,10 @@ def classify(finding: Finding) -> None:
                                     "(context_dropped): the model decided without what it needed")
     if error_type == ErrorType.LOOP_DETECTED:
         finding.evidence.append("the same tool was requested again with the same arguments; its results were not errors")
+    repeats = _repeats(finding, origin)
+    if repeats:
+        finding.evidence.append(f"the same error (same tool, same error text) repeated {len(repeats)} more time(s) "
+                                f"after it, unrecovered: each a separate decision that did not correct it")
     if finding.candidates and len(finding.candidates) > 1:
         others = ", ".join(f"{c.span.name} ({c.confidence:.2f})" for c in finding.candidates[1:4])
         finding.evidence.append(f"{len(finding.candidates)} independent origins; next: {others}")
@@ -84,6 +88,20 @@ def classify(finding: Finding) -> None:
 
 
 _PLAIN_REASONS = ("recorded", "tool outcome", "tool status/result")
+
+
+def _repeats(finding: Finding, origin: Span) -> list[Span]:
+    """Later unrecovered errors of the run identical to the origin: same tool (or span name), same
+    error type, same reason text (the exception message or the result's error banner)."""
+    life = finding.lifecycle
+    if life is None or origin.span_id not in life.states:
+        return []
+
+    def key(span: Span) -> tuple[object, str | None, str]:
+        return tool_name(span) or span.name, life.error_type(span.span_id), life.states[span.span_id].reason
+
+    mine = key(origin)
+    return [s for s in finding.errors if s.start_ns > origin.start_ns and s.span_id in life.states and key(s) == mine]
 
 
 def _dropped_before(finding: Finding, origin: Span) -> Span | None:
