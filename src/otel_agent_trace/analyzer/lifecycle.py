@@ -16,7 +16,9 @@ did not flag every error type. This module derives, for every span of a run, a `
               framework span, typed by `normalize/evidence.exception_kind` (format / arguments
               -> `invalid_arguments`, operation limit -> `tool_timeout`, ...), unless it restates
               the exception of a tool it ran; a final answer no tool result supports
-              (`fabricated_value`, `_unsupported_answer`). `SpanState.reason` keeps the text
+              (`fabricated_value`, `_unsupported_answer`: flag `plan_named_tool` when the
+              model's own plan named a tool it then never called, else flag `suspicion`, an
+              origin inferred without proof). `SpanState.reason` keeps the text
               that proves each (exception kind and message, the result's error banner).
 * propagate - a span that depends (any relation) on an origin or propagate span.
 * recovered - an origin that a later `retry_of` chain ended in success (edges recorded, or,
