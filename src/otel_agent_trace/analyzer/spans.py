@@ -6,21 +6,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class Link:
     trace_id: str
     span_id: str
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     name: str
     time_ns: int
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     trace_id: str
     span_id: str

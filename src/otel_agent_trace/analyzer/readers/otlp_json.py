@@ -238,7 +238,20 @@ def attributes_of(raw: Any) -> dict[str, Any]:
     """Attributes of a well-formed list of OTLP KeyValue (raises on anything unusual)."""
     if not raw:
         return {}
-    return {item["key"]: _value_fast(item["value"]) for item in raw}
+    out = {}
+    for item in raw:  # strings and int64-as-string inline (most values): no call per value
+        value = item["value"]
+        if len(value) == 1:
+            inner = value.get("stringValue")
+            if inner.__class__ is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
+                out[item["key"]] = inner
+                continue
+            inner = value.get("intValue")
+            if inner.__class__ is str:
+                out[item["key"]] = int(inner)
+                continue
+        out[item["key"]] = _value_fast(value)
+    return out
 
 
 def _value_fast(value: dict) -> Any:
