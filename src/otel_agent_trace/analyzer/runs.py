@@ -42,7 +42,13 @@ class Run:
 
 
 def is_run_span(span: Span) -> bool:
-    return span.attr(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT or span.name.split(" ", 1)[0] == OP_INVOKE_AGENT
+    if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
+        return True
+    name = span.name  # its first word is `invoke_agent`
+    return name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " ")
+
+
+_RUN_PREFIX = len(OP_INVOKE_AGENT)
 
 
 def is_step_span(span: Span) -> bool:
@@ -64,20 +70,33 @@ def group_runs(spans: Iterable[Span]) -> list[Run]:
     runs: list[Run] = []
     for trace_id, members in by_trace.items():
         children: dict[str, list[Span]] = defaultdict(list)
+        roots: list[Span] = []
         for span in members.values():
             if span.parent_id:
                 children[span.parent_id].append(span)
-        for root in members.values():
-            if not is_run_span(root):
-                continue
+            if is_run_span(span):
+                roots.append(span)
+        run_ids = {r.span_id for r in roots}
+        for root in roots:
             run = Run(trace_id, root)
+            spans_of = run.spans
             stack = [root]
             while stack:
                 node = stack.pop()
-                run.spans[node.span_id] = node
-                stack.extend(c for c in children.get(node.span_id, ()) if not is_run_span(c))
-            run.steps = sorted((s for s in run.spans.values() if is_step_span(s)), key=lambda s: s.attr(STEP_INDEX))
-            run.tools = sorted((s for s in run.spans.values() if is_tool_span(s)), key=lambda s: s.start_ns)
+                spans_of[node.span_id] = node
+                below = children.get(node.span_id)
+                if below:
+                    stack.extend(c for c in below if c.span_id not in run_ids)
+            steps: list[Span] = []
+            tools: list[Span] = []
+            for s in spans_of.values():
+                if is_step_span(s):
+                    steps.append(s)
+                if is_tool_span(s):
+                    tools.append(s)
+            steps.sort(key=lambda s: s.attributes.get(STEP_INDEX))
+            tools.sort(key=lambda s: s.start_ns)
+            run.steps, run.tools = steps, tools
             runs.append(run)
     runs.sort(key=lambda r: r.root.start_ns)
     return runs
