@@ -224,29 +224,43 @@ def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span
             span.parent_id = None
         elif span.parent_id and span.parent_id not in by_id:
             note(span, f"orphan span {span.span_id}: parent {span.parent_id} not in trace {span.trace_id}", False)
+    rooted: set[str] = set()  # spans whose ancestors are known to end at a root (walked already)
     for span in by_id.values():  # parent cycles: walk up, break at the span that closes the loop
+        if span.span_id in rooted:
+            continue
         seen = {span.span_id}
         node = span
-        while node.parent_id and node.parent_id in by_id:
+        while node.parent_id and node.parent_id in by_id and node.parent_id not in rooted:
             if node.parent_id in seen:
                 note(node, f"parent cycle through span {node.span_id} in trace {node.trace_id}; read as a root", False)
                 node.parent_id = None
                 break
             seen.add(node.parent_id)
             node = by_id[node.parent_id]
+        rooted |= seen
     _dependency_cycles(by_id, note)
     return list(by_id.values())
 
 
 def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
     edges = {}
+    backwards = True  # every edge goes to a span that started earlier: no cycle, no search needed
     for span in by_id.values():
-        targets = span.attr(DEPENDS_ON)
+        targets = span.attributes.get(DEPENDS_ON)
         if isinstance(targets, list):
-            edges[span.span_id] = [t for t in targets if isinstance(t, str) and t in by_id]
+            out = edges[span.span_id] = [t for t in targets if isinstance(t, str) and t in by_id]
         elif span.links:
-            edges[span.span_id] = [k.span_id for k in span.links if k.span_id in by_id]
-    if not edges:
+            out = edges[span.span_id] = [k.span_id for k in span.links if k.span_id in by_id]
+        else:
+            continue
+        if backwards:
+            start = span.start_ns
+            for target in out:
+                other = by_id[target].start_ns
+                if other > start or (other == start and target >= span.span_id):
+                    backwards = False
+                    break
+    if not edges or backwards:
         return
     state: dict[str, int] = {}
     for start in edges:
