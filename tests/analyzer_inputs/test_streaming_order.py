@@ -1,0 +1,75 @@
+"""The streaming path analyses a trace as soon as it is complete; late spans must never be lost.
+
+Whatever the order of the input (roots first, a span repeated in a later line, the same file twice,
+spills to disk), `analyze_reduced` gives the report `analyze` (everything read first) gives.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from inputs_support import failing_run, line, span
+
+from otel_agent_trace.analyzer import analysis
+from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
+from otel_agent_trace.analyzer.report.json_report import to_dict
+
+
+def _spans() -> list[dict]:
+    out: list[dict] = []
+    for n in range(6):
+        run = failing_run(n)
+        if n % 2:
+            run = [dict(s, status={}) if s["name"].startswith("invoke_agent") else s for s in run]
+        out.extend(run)
+    out.append(span(f"{1:032x}", "00000001000000ff", "00000001deadbeef", "orphan", 9))
+    return out
+
+
+def _write(tmp_path, name: str, lines: list[list[dict]]) -> str:
+    path = tmp_path / name
+    path.write_text("".join(line(spans) for spans in lines))
+    return str(path)
+
+
+def _same(paths: list[str], budget: int = 256 << 20) -> None:
+    full = to_dict(analyze(paths, budget_bytes=budget))
+    assert to_dict(analyze_reduced(paths, budget_bytes=budget)) == full
+
+
+@pytest.mark.parametrize("order", ["as_exported", "roots_first", "shuffled", "one_span_per_line"])
+@pytest.mark.parametrize("budget", [256 << 20, 1500])
+def test_any_order_gives_the_batch_report(tmp_path, order, budget):
+    spans = _spans()
+    if order == "roots_first":
+        spans = sorted(spans, key=lambda s: "parentSpanId" in s)
+    elif order == "shuffled":
+        random.Random(5).shuffle(spans)
+    size = 1 if order == "one_span_per_line" else 5
+    path = _write(tmp_path, "t.jsonl", [spans[i:i + size] for i in range(0, len(spans), size)])
+    _same([path], budget)
+
+
+def test_late_spans_reopen_a_trace(tmp_path, monkeypatch):
+    run = failing_run(0)
+    root, children = run[-1], run[:-1]
+    # the root (with no child to wait for) arrives first: the trace looks complete and is analysed,
+    # then its children arrive and a duplicate of a child comes last
+    path = _write(tmp_path, "late.jsonl", [[root], children[:1], children[1:], [children[0]]])
+    reads: list[str] = []
+    real = analysis.read_file
+    monkeypatch.setattr(analysis, "read_file", lambda p, *a, **k: (reads.append(p), real(p, *a, **k))[1])
+    _same([path])
+    reduced = to_dict(analyze_reduced([path]))
+    assert reduced["runs"][0]["status"] == "failed" and reduced["runs"][0]["steps"] == 2
+    assert any("duplicate span id" in b["reason"] for b in reduced["inputs"][0]["bad_lines"])
+    assert reads.count(path) >= 2  # read again for the reopened trace
+
+
+def test_a_file_given_twice_and_several_files(tmp_path):
+    spans = _spans()
+    a = _write(tmp_path, "a.jsonl", [spans[:9]])
+    b = _write(tmp_path, "b.jsonl", [spans[9:]])
+    _same([a, b, a])
+    _same([b, a], budget=1000)
