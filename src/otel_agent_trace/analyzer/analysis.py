@@ -340,7 +340,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
     enabled = gc.isenabled()
     with TraceStore(budget_bytes) as store:
         stream = _Streaming(store, rules, lambda f: summarize(f, html),
-                            early=not remotes and all(os.path.isfile(p) for p in files))
+                            early=not remotes and all(os.path.isfile(p) or not os.path.exists(p) for p in files))
         read_into(store, out.inputs, files, remotes, progress, stream.consume)
         gc.disable()  # runs hold no cycles; collections would rescan every span still held
         try:
