@@ -345,10 +345,10 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
         gc.disable()  # runs hold no cycles; collections would rescan every span still held
         try:
             stream.finish(files, out)
+            out.runs.sort(key=lambda r: r.key)  # before the collector is back (it would scan every summary)
         finally:
             if enabled:
                 gc.enable()
-    out.runs.sort(key=lambda r: r.key)
     return out
 
 
