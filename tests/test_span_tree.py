@@ -182,3 +182,20 @@ def test_content_capture_switch(instrument, client, capture):
     assert ("gen_ai.tool.call.result" in attrs(tool)) is capture
     assert ("agent_trace.context.new_messages" in attrs(step)) is capture
     assert attrs(tool)["agent_trace.tool.outcome"] == "ok"  # outcomes are recorded either way
+
+
+def test_a_message_rewritten_in_place_gets_a_new_hash(instrument, client):
+    """Identity caching must not hide state overwritten in place (content replaced)."""
+    traced = instrument()
+    messages = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": HEALTHY}]
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    call = first.choices[0].message.tool_calls[0]
+    messages += [first.choices[0].message, {"role": "tool", "tool_call_id": call.id, "content": "[]"}]
+    client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    messages[1]["content"] = HEALTHY.replace("A1001", "A1002")  # the agent overwrites its state
+    client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    steps = traced.named("agent_step")
+    before, after = (attrs(s)["agent_trace.context.message_hashes"] for s in steps[1:3])
+    assert before[0] == after[0] and before[2:] == after[2:4]
+    assert before[1] != after[1]
+    assert attrs(steps[2])["agent_trace.context.dropped_hashes"] == (before[1],)

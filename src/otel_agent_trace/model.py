@@ -184,6 +184,8 @@ class ChatRequest:
     params: dict[str, Any] = field(default_factory=dict)  # temperature, tool_choice, ...
     stream: bool = False
     provider: str = "openai"
+    # full sha256 of each message (hashing.message_hash), when the provider already has them
+    message_hashes: list[str] | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.recorder.core import get_recorder
@@ -86,15 +87,56 @@ def to_message(raw: Any) -> Message:
     )
 
 
+_MESSAGE_CACHE: dict[int, tuple[Any, Any, Any, Message, str]] = {}
+
+
+def _normalized(raw: Any) -> tuple[Message, str]:
+    """(Message, full hash) of a request message, cached by identity: an agent re-sends the same
+    message objects every turn. A hit needs the same object with the same `content` and
+    `tool_calls` objects, so replacing a message's content is seen; a message edited deeper in
+    place (a tool call's arguments) keeps its former hash until it is replaced."""
+    content, calls = _get(raw, "content"), _get(raw, "tool_calls")
+    hit = _MESSAGE_CACHE.get(id(raw))
+    if hit is not None and hit[0] is raw and hit[1] is content and hit[2] is calls:
+        return hit[3], hit[4]
+    message = to_message(raw)
+    digest = hashing.message_hash(message)
+    if len(_MESSAGE_CACHE) >= 8192:
+        _MESSAGE_CACHE.clear()
+    _MESSAGE_CACHE[id(raw)] = (raw, content, calls, message, digest)
+    return message, digest
+
+
+_TOOLS_CACHE: dict[tuple[int, ...], tuple[Any, list[Any]]] = {}
+
+
+def _plain_tools(tools: Any) -> list[Any]:
+    """Tool definitions as plain JSON, cached by identity: agents pass the same list every call.
+
+    The key holds the ids of the list and of each definition (and the cache a reference to the
+    list, so the ids stay valid); a list rebuilt or edited by replacement misses the cache.
+    """
+    key = (id(tools), *map(id, tools))
+    hit = _TOOLS_CACHE.get(key)
+    if hit is not None and hit[0] is tools:
+        return hit[1]
+    plain = _plain(list(tools))
+    if len(_TOOLS_CACHE) >= 64:
+        _TOOLS_CACHE.clear()
+    _TOOLS_CACHE[key] = (tools, plain)
+    return plain
+
+
 def parse_request(kwargs: dict[str, Any]) -> ChatRequest:
     messages = kwargs.get("messages")
-    normalized = [to_message(m) for m in messages] if isinstance(messages, (list, tuple)) else []
+    pairs = [_normalized(m) for m in messages] if isinstance(messages, (list, tuple)) else []
     tools = kwargs.get("tools")
     params = {k: _plain(kwargs[k]) for k in DECISION_PARAMS if k in kwargs and not _is_omitted(kwargs[k])}
     return ChatRequest(
         model=kwargs.get("model") if isinstance(kwargs.get("model"), str) else None,
-        messages=normalized,
-        tools=_plain(list(tools)) if isinstance(tools, (list, tuple)) else [],
+        messages=[m for m, _ in pairs],
+        message_hashes=[h for _, h in pairs],
+        tools=_plain_tools(tools) if isinstance(tools, (list, tuple)) else [],
         params=params,
         stream=bool(kwargs.get("stream") is True),
     )

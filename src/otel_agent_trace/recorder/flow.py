@@ -5,8 +5,9 @@ A value is *distinctive* when it can identify something, so that meeting it agai
 of flow, not coincidence:
 - a number whose absolute value is >= 10 (ids, amounts; not 0, 1, counters or booleans);
 - a string (a JSON leaf, or a token of free text split on white space, quotes and brackets) of
-  3+ characters that contains a digit (`A1001`, `C-77`, `2026-11-30`), or that contains one of
-  `/ . _ - @ :` with 4+ characters and a letter (`count.py`, `src/app`, `a@b.io`, `user_id`).
+  3+ characters that contains a digit and a letter or 3+ digits (`A1001`, `C-77`, `2026-11-30`;
+  not a range like `3-5`), or that contains one of `/ . _ - @ :` with 4+ characters and a letter
+  (`count.py`, `src/app`, `a@b.io`, `user_id`).
 Plain words (`shipped`, `true`, `null`) and one-letter strings are never distinctive. Numbers in
 text (`$25.00`) are read as numbers, so they meet the same value in JSON (`25.0`).
 
@@ -23,16 +24,25 @@ from typing import Any, Iterable, Iterator
 
 from otel_agent_trace.model import parse_json_or_text
 
-_TOKEN_SPLIT = re.compile(r"[\s\"'`()\[\]{}<>,;=|]+")
+_SEPARATORS = r"\s\"'`()\[\]{}<>,;=|"
+# a token that can be distinctive holds a digit or one of / . _ - @ : (plain words never are)
+_CANDIDATE = re.compile(rf"[^{_SEPARATORS}]*[\d/._@:\-][^{_SEPARATORS}]*")
+_SPACE = re.compile(r"\s")
+_DIGIT = re.compile(r"\d")
+_ALPHA = re.compile(r"[^\W\d_]")
+_MARK = re.compile(r"[/._\-@:]")
+_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3}){1,3}|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _TRIM = "$€£¥.,:;!?*#%"
 _WRITER = re.compile(r"(write|save|create|put|upload|store|append|edit|mkdir|touch|set|update|delete|remove)", re.I)
 _PATHLIKE = re.compile(r"^[\w.\-~/]*[./][\w.\-~/]*$")
 MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
+_CACHE_SIZE = 4096
+_cache: dict[str, frozenset[str]] = {}  # text -> its keys: contexts repeat across steps and runs
 
 
 def value_key(value: Any) -> str | None:
     """The key of a distinctive value, else None (see the module docstring)."""
-    if isinstance(value, bool) or value is None:
+    if value is None or value is True or value is False:
         return None
     if isinstance(value, (int, float)):
         return f"n:{float(value):g}" if abs(value) >= 10 else None
@@ -41,27 +51,18 @@ def value_key(value: Any) -> str | None:
     text = value.strip().strip(_TRIM) if len(value) < 256 else value.strip()
     if len(text) < 3:
         return None
-    number = _as_number(text)
-    if number is not None:
+    if _NUMBER.fullmatch(text) and _DIGIT.search(text):
+        number = float(text.replace(",", ""))
         return f"n:{number:g}" if abs(number) >= 10 else None
-    if any(c.isdigit() for c in text):
-        return f"s:{text}"
-    if len(text) >= 4 and any(c in "/._-@:" for c in text) and any(c.isalpha() for c in text) and " " not in text:
+    if _DIGIT.search(text):  # an id (A1001, C-77) or a long code (2026-11-30); not a range like 3-5
+        return f"s:{text}" if _ALPHA.search(text) or len(_DIGIT.findall(text)) >= 3 else None
+    if len(text) >= 4 and _MARK.search(text) and _ALPHA.search(text) and not _SPACE.search(text):
         return f"s:{text}"
     return None
 
 
-def _as_number(text: str) -> float | None:
-    if not (text[0].isdigit() or text[0] in "+-."):
-        return None
-    try:
-        return float(text.replace(",", "")) if text.count(",") <= 3 else None
-    except ValueError:
-        return None
-
-
 def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
-    """Scalar leaves of a JSON-like value; long strings also yield their tokens."""
+    """Scalar leaves of a JSON-like value; text yields its candidate tokens instead."""
     if depth > 32:
         return
     if isinstance(value, dict):
@@ -71,28 +72,31 @@ def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
         for item in value:
             yield from leaves(item, depth + 1)
     elif isinstance(value, str):
-        if len(value) <= 64 and not any(c.isspace() for c in value):
+        if len(value) <= 64 and not _SPACE.search(value):
             yield value  # an identifier-like string is one value
-        else:  # text: its tokens are the values
-            for token in _TOKEN_SPLIT.split(value[:MAX_SCAN_CHARS]):
-                if token:
-                    yield token
+        else:  # text: its tokens are the values (only those that can be distinctive)
+            yield from _CANDIDATE.findall(value, 0, MAX_SCAN_CHARS)
     else:
         yield value
 
 
-def distinctive_values(payload: Any) -> set[str]:
+def distinctive_values(payload: Any) -> frozenset[str]:
     """Keys of the distinctive values in a tool result, arguments or message text.
 
-    JSON text is parsed first, so `'{"id": "A1"}'` and `{"id": "A1"}` give the same keys.
+    JSON text is parsed first, so `'{"id": "A1"}'` and `{"id": "A1"}` give the same keys. Results
+    for text are cached (bounded): the same content reappears in every step's context.
     """
-    if isinstance(payload, str):
-        payload = parse_json_or_text(payload[:MAX_SCAN_CHARS] if len(payload) > MAX_SCAN_CHARS else payload)
-    keys = set()
-    for leaf in leaves(payload):
-        key = value_key(leaf)
-        if key is not None:
-            keys.add(key)
+    text = payload if isinstance(payload, str) else None
+    if text is not None:
+        cached = _cache.get(text)
+        if cached is not None:
+            return cached
+        payload = parse_json_or_text(text[:MAX_SCAN_CHARS] if len(text) > MAX_SCAN_CHARS else text)
+    keys = frozenset(k for k in map(value_key, leaves(payload)) if k is not None)
+    if text is not None:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.clear()
+        _cache[text] = keys
     return keys
 
 

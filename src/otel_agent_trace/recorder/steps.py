@@ -61,6 +61,7 @@ from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, im
 NEW_MESSAGES = "agent_trace.context.new_messages"
 # messages whose values the model legitimately received (the fabrication check's ground truth)
 _RECEIVED_ROLES = ("user", "system", "developer", "tool")
+_INSTRUCTION_ROLES = ("system", "developer")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
@@ -108,11 +109,13 @@ class ChatInvocation:
         self.step.phase = Phase.ORIGIN.value
 
 
-def start_chat(recorder: Recorder, request: ChatRequest, message_hashes: list[str] | None = None) -> ChatInvocation:
+def start_chat(recorder: Recorder, request: ChatRequest) -> ChatInvocation:
     """Open (or find) the run, record tool results the request carries, open step and chat span."""
     from otel_agent_trace.recorder.tools import infer_tool_results
 
-    hashes = message_hashes if message_hashes is not None else [hashing.message_hash(m) for m in request.messages]
+    hashes = request.message_hashes
+    if hashes is None:
+        hashes = [hashing.message_hash(m) for m in request.messages]
     run = current_run()
     if run is None or (run.implicit and not _continues(run, request, hashes)):
         if run is not None and run.implicit:
@@ -141,8 +144,9 @@ def start_chat(recorder: Recorder, request: ChatRequest, message_hashes: list[st
 def _continues(run: RunState, request: ChatRequest, hashes: list[str]) -> bool:
     """Does this request go on with the run's conversation?
 
-    Yes when it answers a tool call the run requested, carries the run's last model output, or
-    starts with the run's previous request. Truncated histories still answer tool calls.
+    Yes when it answers a tool call the run requested, carries the run's last model output,
+    starts with the run's previous request, or keeps at least half of that request's turns
+    (system/developer messages aside): a history truncated or rewritten in place goes on.
     """
     for m in request.messages:
         if m.role == "tool" and m.tool_call_id and m.tool_call_id in run.pending:
@@ -150,7 +154,15 @@ def _continues(run: RunState, request: ChatRequest, hashes: list[str]) -> bool:
     if run.last_output_hash and run.last_output_hash in hashes:
         return True
     prev = run.last_request_hashes
-    return bool(prev) and hashes[: len(prev)] == prev
+    if not prev:
+        return False
+    if hashes[: len(prev)] == prev:
+        return True
+    # a history rewritten or truncated in place: most of the previous turns are still there
+    # (system prompts don't count: every conversation of an agent shares them)
+    turns = [h for h in prev if run.message_roles.get(h[: hashing.SHORT]) not in _INSTRUCTION_ROLES]
+    kept = set(hashes).intersection(turns)
+    return bool(kept) and 2 * len(kept) >= len(turns)
 
 
 def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
@@ -166,7 +178,7 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
     for h, m in new:
         run.seen_messages.add(h)
         run.message_roles[h] = m.role
-        if m.role in _RECEIVED_ROLES and m.content:
+        if m.role in _RECEIVED_ROLES and m.content and not _scanned_as_tool_result(run, m):
             run.known_values |= distinctive_values(m.content)
     content = recorder.content_json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
     if content is not None:
@@ -189,6 +201,12 @@ def _open_step(recorder: Recorder, run: RunState, request: ChatRequest, hashes: 
     run.open_step = step
     run.last_request_hashes = list(hashes)
     return step
+
+
+def _scanned_as_tool_result(run: RunState, message: Message) -> bool:
+    """An inferred tool span already indexed exactly this text as its result."""
+    record = run.records_by_call_id.get(message.tool_call_id) if message.role == "tool" and message.tool_call_id else None
+    return record is not None and record.source == "inferred"
 
 
 def _not_ok(run: RunState, span_context: trace.SpanContext) -> bool:
