@@ -52,6 +52,9 @@ GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE_SEMCONV = "error.type"
 
+# roles whose messages instruct rather than converse: every conversation of an agent shares them
+INSTRUCTION_ROLES = ("system", "developer")
+
 OP_INVOKE_AGENT = "invoke_agent"
 OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"

@@ -19,6 +19,7 @@ from otel_agent_trace import hashing, schema
 from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.model import (
     ERROR_TYPE,
+    INSTRUCTION_ROLES,
     LIFECYCLE_PHASE,
     LOOP_COUNT,
     ChatRequest,
@@ -36,7 +37,6 @@ FABRICATED_VALUES = "agent_trace.fabricated.values"
 DROPPED_HASHES = "agent_trace.context.dropped_hashes"
 DROPPED_ROLES = "agent_trace.context.dropped_roles"
 VALIDATION_ERRORS = "agent_trace.validation.errors"
-_INSTRUCTION_ROLES = ("system", "developer")
 
 
 def mark_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
@@ -92,7 +92,7 @@ def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str
     roles = [run.message_roles.get(h, "unknown") for h in dropped]
     step.span.set_attribute(DROPPED_HASHES, dropped)
     step.span.set_attribute(DROPPED_ROLES, roles)
-    if any(r in _INSTRUCTION_ROLES for r in roles):
+    if any(r in INSTRUCTION_ROLES for r in roles):
         mark_origin(step, ErrorType.CONTEXT_DROPPED, **{DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
     else:  # a sliding window over old turns is common: worth an event, not an error
         step.span.add_event(ErrorType.CONTEXT_DROPPED.value, {DROPPED_HASHES: dropped, DROPPED_ROLES: roles})

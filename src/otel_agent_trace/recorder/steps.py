@@ -27,6 +27,7 @@ from otel_agent_trace.model import (
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_OPERATION_NAME,
+    INSTRUCTION_ROLES,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MAX_TOKENS,
@@ -61,7 +62,6 @@ from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, im
 NEW_MESSAGES = "agent_trace.context.new_messages"
 # messages whose values the model legitimately received (the fabrication check's ground truth)
 _RECEIVED_ROLES = ("user", "system", "developer", "tool")
-_INSTRUCTION_ROLES = ("system", "developer")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
@@ -160,7 +160,7 @@ def _continues(run: RunState, request: ChatRequest, hashes: list[str]) -> bool:
         return True
     # a history rewritten or truncated in place: most of the previous turns are still there
     # (system prompts don't count: every conversation of an agent shares them)
-    turns = [h for h in prev if run.message_roles.get(h[: hashing.SHORT]) not in _INSTRUCTION_ROLES]
+    turns = [h for h in prev if run.message_roles.get(h[: hashing.SHORT]) not in INSTRUCTION_ROLES]
     kept = set(hashes).intersection(turns)
     return bool(kept) and 2 * len(kept) >= len(turns)
 
