@@ -80,7 +80,7 @@ def reconstruct_contexts(spans: Iterable[dict[str, Any]]) -> dict[str, list[list
 
     Our trace stores each distinct message once: input messages in the `agent_trace.context.
     new_messages` of the step where they first appear (`[{"hash", "message"}]`), the model's own
-    outputs in the chat span's `gen_ai.output.messages` (keyed by `agent_trace.output.message_hash`,
+    outputs in the chat span's `gen_ai.output.messages` (GenAI semconv role + parts, keyed by `agent_trace.output.message_hash`,
     since an output fed back in the next request is not new). Each step lists its context as
     `agent_trace.context.message_hashes`. Raises KeyError naming a hash that no span stores.
     Candidate for the analyzer (replay needs exactly this); kept here, dependency-free, for now.
@@ -95,7 +95,7 @@ def reconstruct_contexts(spans: Iterable[dict[str, Any]]) -> dict[str, list[list
         if OUTPUT_HASH in attrs and OUTPUT_MESSAGES in attrs:
             outputs = json.loads(attrs[OUTPUT_MESSAGES])
             if outputs:
-                store.setdefault(attrs[OUTPUT_HASH], outputs[0])
+                store.setdefault(attrs[OUTPUT_HASH], semconv_to_canonical(outputs[0]))
         if MESSAGE_HASHES in attrs and STEP_INDEX in attrs:
             steps.setdefault(span["traceId"], []).append((attrs[STEP_INDEX], list(attrs[MESSAGE_HASHES])))
     contexts: dict[str, list[list[dict[str, Any]]]] = {}
@@ -108,6 +108,20 @@ def reconstruct_contexts(spans: Iterable[dict[str, Any]]) -> dict[str, list[list
             out.append([store[h] for h in hashes])
         contexts[trace_id] = out
     return contexts
+
+
+def semconv_to_canonical(message: dict[str, Any]) -> dict[str, Any]:
+    """A GenAI semconv output message (role + parts) in the canonical form we hash."""
+    parts = message.get("parts") or ()
+    out: dict[str, Any] = {"role": message.get("role") or "assistant"}
+    text = "\n".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+    if text:
+        out["content"] = text
+    calls = [{"id": p.get("id") or "", "name": p.get("name") or "", "arguments": p.get("arguments")}
+             for p in parts if p.get("type") == "tool_call"]
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def canonical_message(raw: dict[str, Any]) -> dict[str, Any]:

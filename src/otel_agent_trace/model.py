@@ -249,3 +249,53 @@ def classify_result(result: Any) -> Outcome:
         if result.get("success") is False or result.get("ok") is False:
             return Outcome.ERROR_RESULT
     return Outcome.OK
+
+
+# --- GenAI semantic-convention messages (gen_ai.input.messages / gen_ai.output.messages) ------
+def to_semconv(message: Message, finish_reason: str | None = None) -> dict[str, Any]:
+    """The GenAI semantic conventions' shape of a message: role + parts (text, tool_call)."""
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "content": message.content})
+    for call in message.tool_calls:
+        parts.append({"type": "tool_call", "id": call.id, "name": call.name,
+                      "arguments": parse_json_or_text(call.arguments)})
+    out: dict[str, Any] = {"role": message.role, "parts": parts}
+    if finish_reason:
+        out["finish_reason"] = finish_reason
+    return out
+
+
+def semconv_messages(value: Any) -> list[Message]:
+    """Messages of a semconv messages attribute (JSON text or parsed); unreadable items skipped."""
+    import orjson
+
+    parsed = parse_json_or_text(value)
+    out: list[Message] = []
+    if not isinstance(parsed, list):
+        return out
+    for m in parsed:
+        if not isinstance(m, dict):
+            continue
+        texts, calls, answered = [], [], None
+        for part in m.get("parts") or ():
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(str(part.get("content", "")))
+            elif kind == "tool_call":
+                args = part.get("arguments")
+                calls.append(ToolCall(str(part.get("id") or ""), str(part.get("name") or ""),
+                                      args if isinstance(args, str) else orjson.dumps(args).decode()))
+            elif kind == "tool_call_response":
+                answered = str(part.get("id") or "") or None
+                response = part.get("response", part.get("result"))
+                texts.append(response if isinstance(response, str) else orjson.dumps(response, default=str).decode())
+        if "content" in m and not texts:
+            texts.append(str(m["content"]))
+        tool_call_id = m.get("tool_call_id")
+        out.append(Message(str(m.get("role") or ""), "\n".join(texts) or None, tuple(calls),
+                           answered or (str(tool_call_id) if tool_call_id else None)))
+    return out
+

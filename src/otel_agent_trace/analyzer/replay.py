@@ -25,6 +25,7 @@ from otel_agent_trace.model import (
     STEP_KIND,
     TOOL_OUTCOME,
     parse_json_or_text,
+    semconv_messages,
 )
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
@@ -82,7 +83,7 @@ def steps_of(finding: Finding) -> list[StepView]:
         for span in descendants:
             out = span.attr(GEN_AI_OUTPUT_MESSAGES)
             if out is not None and view.decision is None:
-                view.decision = parse_json_or_text(out)
+                view.decision = [m.canonical() for m in semconv_messages(out)] or parse_json_or_text(out)
                 tin, tout = span.attr(GEN_AI_USAGE_INPUT_TOKENS), span.attr(GEN_AI_USAGE_OUTPUT_TOKENS)
                 if tin is not None or tout is not None:
                     view.tokens = (int(tin or 0), int(tout or 0))

@@ -53,6 +53,7 @@ from otel_agent_trace.model import (
     Outcome,
     Phase,
     Relation,
+    to_semconv,
 )
 from otel_agent_trace.recorder.core import Recorder
 from otel_agent_trace.recorder.links import Dependencies
@@ -260,7 +261,8 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
     output = Message(role="assistant", content=response.content, tool_calls=tuple(response.tool_calls))
     output_hash = hashing.message_hash(output)
     span.set_attribute(OUTPUT_MESSAGE_HASH, output_hash[: hashing.SHORT])
-    content = inv.recorder.content_json([output.canonical()])
+    finish = response.finish_reasons[0] if response.finish_reasons else None
+    content = inv.recorder.content_json([to_semconv(output, finish)])
     if content is not None:
         span.set_attribute(GEN_AI_OUTPUT_MESSAGES, content)
     span.end()

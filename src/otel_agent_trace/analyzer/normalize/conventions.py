@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import Message, ToolCall, parse_json_or_text
+from otel_agent_trace.model import Message, ToolCall, parse_json_or_text, semconv_messages
 
 RUN, LLM, TOOL, OTHER = "run", "llm", "tool", "other"
 _INDEXED = re.compile(r"^(\d+)\.(.*)$")
@@ -149,36 +149,6 @@ def _dumps(value: Any) -> str:
 _LLM_OPS = {"chat", "text_completion", "generate_content"}
 
 
-def _genai_messages(value: Any) -> list[Message]:
-    parsed = parse_json_or_text(value)
-    out: list[Message] = []
-    if not isinstance(parsed, list):
-        return out
-    for m in parsed:
-        if not isinstance(m, dict):
-            continue
-        texts, calls, answered = [], [], None
-        for part in m.get("parts") or ():
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
-            if kind == "text":
-                texts.append(str(part.get("content", "")))
-            elif kind == "tool_call":
-                args = part.get("arguments")
-                calls.append(ToolCall(str(part.get("id") or ""), str(part.get("name") or ""),
-                                      args if isinstance(args, str) else _dumps(args)))
-            elif kind == "tool_call_response":
-                answered = str(part.get("id") or "") or None
-                response = part.get("response", part.get("result"))
-                texts.append(response if isinstance(response, str) else _dumps(response))
-        if "content" in m and not texts:
-            texts.append(str(m["content"]))
-        out.append(Message(str(m.get("role") or ""), "\n".join(texts) or None, tuple(calls),
-                           answered or _text(m.get("tool_call_id"))))
-    return out
-
-
 def _genai(span: Span) -> Facts:
     a = span.attributes
     op = str(a.get("gen_ai.operation.name"))
@@ -189,8 +159,8 @@ def _genai(span: Span) -> Facts:
                      call_id=_text(a.get("gen_ai.tool.call.id")), arguments=a.get("gen_ai.tool.call.arguments"),
                      result=a.get("gen_ai.tool.call.result"))
     if op in _LLM_OPS:
-        outputs = _genai_messages(a.get("gen_ai.output.messages"))
-        return Facts("genai", LLM, inputs=_genai_messages(a.get("gen_ai.input.messages")),
+        outputs = semconv_messages(a.get("gen_ai.output.messages"))
+        return Facts("genai", LLM, inputs=semconv_messages(a.get("gen_ai.input.messages")),
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or None,
                      model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")))
