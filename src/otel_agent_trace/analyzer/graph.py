@@ -70,7 +70,7 @@ def derive_edges(run: Run, graph: Graph) -> None:
             graph.add(after.span_id, tool_id, Relation.CONSUMES.value)
 
 
-def recovered_spans(run: Run, graph: Graph, failed: set[str]) -> set[str]:
+def recovered_spans(graph: Graph, failed: set[str]) -> set[str]:
     """Failed spans a later retry replaced with a success (following retry chains)."""
     recovered: set[str] = set()
     for span_id in failed:

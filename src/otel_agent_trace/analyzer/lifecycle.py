@@ -36,7 +36,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.analyzer.graph import Graph
+from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
@@ -433,19 +433,7 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
                 life.state(tool.span_id).flags.add("tool_retry_exceeded")
         else:
             streak[name] = 0
-    for span_id in failed:
-        frontier, seen = [span_id], {span_id}
-        while frontier:
-            current = frontier.pop()
-            for source, relation in graph.reverse.get(current, ()):
-                if relation != Relation.RETRY_OF.value or source in seen:
-                    continue
-                seen.add(source)
-                if source not in failed:
-                    life.recovered.add(span_id)
-                    frontier.clear()
-                    break
-                frontier.append(source)
+    life.recovered |= recovered_spans(graph, failed)
     for span_id in life.recovered:
         st = life.state(span_id)
         st.flags.add("recovered")
