@@ -5,17 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
-def value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    return {"stringValue": v}
+from span_helpers import otlp_value
 
 
 def span(trace: str, sid: str, parent: str | None, name: str, start: int, attrs: dict[str, Any] | None = None,
@@ -23,7 +13,7 @@ def span(trace: str, sid: str, parent: str | None, name: str, start: int, attrs:
     out = {"traceId": trace, "spanId": sid, "name": name, "kind": 1,
            "startTimeUnixNano": str(1_700_000_000_000_000_000 + start * 1_000_000),
            "endTimeUnixNano": str(1_700_000_000_000_000_000 + start * 1_000_000 + 500_000),
-           "attributes": [{"key": k, "value": value(v)} for k, v in (attrs or {}).items()],
+           "attributes": [{"key": k, "value": otlp_value(v)} for k, v in (attrs or {}).items()],
            "events": events or [], "status": {"code": status}}
     if parent:
         out["parentSpanId"] = parent

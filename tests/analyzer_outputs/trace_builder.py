@@ -8,17 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-
-def _value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, (list, tuple)):
-        return {"arrayValue": {"values": [_value(x) for x in v]}}
-    return {"stringValue": str(v)}
+from span_helpers import otlp_value
 
 
 class TraceBuilder:
@@ -39,7 +29,7 @@ class TraceBuilder:
         self.spans.append({
             "traceId": self.trace_id, "spanId": span_id, **({"parentSpanId": parent} if parent else {}),
             "name": name, "kind": 1, "startTimeUnixNano": str(start), "endTimeUnixNano": str(self.t),
-            "attributes": [{"key": k.replace("__", "."), "value": _value(v)} for k, v in attrs.items()],
+            "attributes": [{"key": k.replace("__", "."), "value": otlp_value(v)} for k, v in attrs.items()],
             "events": events or [], "status": {"code": status, **({"message": message} if message else {})},
         })
         return span_id
@@ -47,7 +37,7 @@ class TraceBuilder:
     def set(self, span_id: str, **attrs: Any) -> None:
         for s in self.spans:
             if s["spanId"] == span_id:
-                s["attributes"] += [{"key": k.replace("__", "."), "value": _value(v)} for k, v in attrs.items()]
+                s["attributes"] += [{"key": k.replace("__", "."), "value": otlp_value(v)} for k, v in attrs.items()]
                 s["endTimeUnixNano"] = str(self.t)
 
     def doc(self) -> dict[str, Any]:
