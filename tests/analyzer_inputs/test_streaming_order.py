@@ -73,3 +73,14 @@ def test_a_file_given_twice_and_several_files(tmp_path):
     b = _write(tmp_path, "b.jsonl", [spans[9:]])
     _same([a, b, a])
     _same([b, a], budget=1000)
+
+
+def test_an_analysis_error_is_not_reported_as_an_unreadable_input(tmp_path, monkeypatch):
+    path = _write(tmp_path, "t.jsonl", [failing_run(0)])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("analysis bug")
+
+    monkeypatch.setattr(analysis, "locate", broken)
+    with pytest.raises(RuntimeError, match="analysis bug"):
+        analyze_reduced([path])

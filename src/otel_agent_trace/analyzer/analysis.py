@@ -352,6 +352,10 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
     return out
 
 
+class _AnalysisFailed(Exception):
+    """Carries an exception of the analysis out of the reading loop (which reports read errors)."""
+
+
 class _Notes:
     """Stands in for an input's InputReport while a trace is checked: its notes are kept with the
     trace and applied to the real reports at the end, in the order the batch analysis would."""
@@ -434,6 +438,8 @@ class _Streaming:
             if touched:
                 self._ready(touched)
             self._account(report.bytes_read - last)
+        except _AnalysisFailed as exc:
+            raise exc.__cause__ from None  # type: ignore[misc]
         except UnreadableInput as exc:
             report.error = f"cannot read: {exc}"
         except OSError as exc:
@@ -464,7 +470,10 @@ class _Streaming:
             ids = {s.span_id for s in spans}
             if all(not s.parent_id or s.parent_id in ids for s in spans):
                 del memory[trace_id]
-                self.done[trace_id] = self._analyse(spans)
+                try:
+                    self.done[trace_id] = self._analyse(spans)
+                except Exception as exc:  # an analysis bug is no unreadable input: let it out
+                    raise _AnalysisFailed() from exc
 
     def _analyse(self, spans: list[Span]) -> tuple[list, str | None, list]:
         notes: list[tuple[str, bool, int, str]] = []
