@@ -10,7 +10,8 @@ process so that peak RSS (ru_maxrss) is the phase's own:
            runs + origin per trace, findings dropped as they come (bounded memory);
 - analyze: analyze(): the same, keeping every finding (the library API);
 - cli:     `otel-agent-trace analyze FILE --format json -o /dev/null` end to end (streaming: each
-           finding reduced to its report fields as it comes), timed and measured in a child process.
+           trace analysed once complete in the file, each finding reduced to its report fields as
+           it comes), timed and measured in a child process.
 Each phase runs `--repeat` times, interleaved with the others; the median is reported, and its
 share of the median raw speed (the machine is noisy: compare ratios of the same run).
 """
