@@ -116,7 +116,6 @@ def _rules(args: argparse.Namespace) -> tuple[list | None, dict]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from otel_agent_trace.analyzer.analysis import analyze
     from otel_agent_trace.analyzer.enrich import apply_rules
     from otel_agent_trace.analyzer.replay import render as render_replay
     from otel_agent_trace.analyzer.rules import RulesError
