@@ -256,6 +256,17 @@ def test_unsupported_answer_whose_plan_named_no_tool_is_a_suspicion(tmp_path):
     (sid,) = [s.span_id for s in finding.errors]
     assert life.states[sid].flags == {"suspicion"} and "low confidence" in life.states[sid].reason
     assert finding.failed is False
+    from otel_agent_trace.analyzer.report.json_report import _error
+
+    assert _error(finding, finding.errors[0])["suspicion"] is True  # a field of the JSON report
+
+
+def test_a_proven_error_is_no_suspicion_in_the_json_report(tmp_path):
+    from otel_agent_trace.analyzer.report.json_report import _error
+
+    spans = _planned_agent("1. Ask search_agent for the 2016 paper.\n2. Read the Reasoning.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, spans).findings
+    assert _error(finding, finding.errors[0])["suspicion"] is False
 
 
 def test_a_planning_call_is_not_the_decision_that_read_a_tool_failure(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
+from otel_agent_trace.analyzer.lifecycle import SUSPICION
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
 from otel_agent_trace.analyzer.metrics import combine as combine_metrics
 from otel_agent_trace.analyzer.metrics import run_metrics
@@ -96,7 +97,7 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
     life = f.lifecycle
     st = life.states.get(span.span_id) if life else None
     return {**_ref(f.run, span), "error_type": st.error_type if st else None, "derived": bool(st and st.derived),
-            "reason": st.reason if st else ""}
+            "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags)}
 
 
 def _ref(run: Any, span: Span) -> dict[str, Any]:
