@@ -101,7 +101,7 @@ def _normalized(raw: Any) -> tuple[Message, str]:
         return hit[3], hit[4]
     message = to_message(raw)
     digest = hashing.message_hash(message)
-    if len(_MESSAGE_CACHE) >= 8192:
+    if len(_MESSAGE_CACHE) >= 2048:  # holds the message objects: keep it small
         _MESSAGE_CACHE.clear()
     _MESSAGE_CACHE[id(raw)] = (raw, content, calls, message, digest)
     return message, digest

@@ -36,8 +36,9 @@ _TRIM = "$€£¥.,:;!?*#%"
 _WRITER = re.compile(r"(write|save|create|put|upload|store|append|edit|mkdir|touch|set|update|delete|remove)", re.I)
 _PATHLIKE = re.compile(r"^[\w.\-~/]*[./][\w.\-~/]*$")
 MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
-_CACHE_SIZE = 4096
+_CACHE_CHARS = 8_000_000  # bound of the cache below, in characters of text held
 _cache: dict[str, frozenset[str]] = {}  # text -> its keys: contexts repeat across steps and runs
+_cached_chars = 0
 
 
 def value_key(value: Any) -> str | None:
@@ -94,9 +95,12 @@ def distinctive_values(payload: Any) -> frozenset[str]:
         payload = parse_json_or_text(text[:MAX_SCAN_CHARS] if len(text) > MAX_SCAN_CHARS else text)
     keys = frozenset(k for k in map(value_key, leaves(payload)) if k is not None)
     if text is not None:
-        if len(_cache) >= _CACHE_SIZE:
+        global _cached_chars
+        if _cached_chars + len(text) > _CACHE_CHARS:
             _cache.clear()
+            _cached_chars = 0
         _cache[text] = keys
+        _cached_chars += len(text)
     return keys
 
 
