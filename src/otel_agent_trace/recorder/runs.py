@@ -115,8 +115,13 @@ def agent_run(name: str | None = None, validate: Callable[[str], Any] | None = N
         explicit_run.reset(token)
 
 
+_RUN_MARK = "__agent_trace_run__"
+
+
 def wrap_as_run(func: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
-    """Wrap a function (sync or async) so each call is one agent run."""
+    """Wrap a function (sync or async) so each call is one agent run; idempotent."""
+    if getattr(func, _RUN_MARK, False):
+        return func
     run_name = name or getattr(func, "__qualname__", getattr(func, "__name__", "agent"))
     if inspect.iscoroutinefunction(func):
 
@@ -125,6 +130,7 @@ def wrap_as_run(func: Callable[..., Any], name: str | None = None) -> Callable[.
             with agent_run(run_name):
                 return await func(*args, **kwargs)
 
+        setattr(async_runner, _RUN_MARK, True)
         return async_runner
 
     @functools.wraps(func)
@@ -132,6 +138,7 @@ def wrap_as_run(func: Callable[..., Any], name: str | None = None) -> Callable[.
         with agent_run(run_name):
             return func(*args, **kwargs)
 
+    setattr(runner, _RUN_MARK, True)
     return runner
 
 
