@@ -58,7 +58,6 @@ class AgentTraceConfig:
     sampler_max_spans: int = 100_000
     sampler_max_bytes: int = 64 * 1024 * 1024  # buffered span text, see docs/processor.md
     sampler_decision_seconds: float = 300.0  # decide a trace whose local root has not ended by then
-    replay: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

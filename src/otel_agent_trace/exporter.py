@@ -12,10 +12,10 @@ import os
 
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 
-from otel_agent_trace.config import ENV_PREFIX
+from otel_agent_trace.config import ENV_PREFIX, AgentTraceConfig
 
 FILE_ENV = ENV_PREFIX + "FILE"
-DEFAULT_FILE = "agent-traces.jsonl"
+DEFAULT_FILE = AgentTraceConfig.file
 
 
 class AgentTraceFileExporter(FileSpanExporter):
