@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 import orjson
 
@@ -115,6 +115,11 @@ def _rules(args: argparse.Namespace) -> tuple[list | None, dict]:
     return load_rules(args.rules), load_config(args.rules)
 
 
+def _exit_code(analysis: Any) -> int:
+    """0 every input read; 1 some lines bad (the rest analysed); 2 an unreadable input."""
+    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
+
+
 def _show(args: argparse.Namespace) -> int:
     from otel_agent_trace.analyzer.enrich import apply_rules
     from otel_agent_trace.analyzer.replay import render as render_replay
@@ -136,7 +141,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"otel-agent-trace: no run with trace id {args.trace_id} in the inputs", file=sys.stderr)
         return EXIT_UNUSABLE
     sys.stdout.write("\n".join(render_replay(f, color=_color(args)) for f in found))
-    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
+    return _exit_code(analysis)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -182,9 +187,7 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"otel-agent-trace: {item.path}:{bad.line}: {bad.reason}", file=sys.stderr)
         for note in item.warnings:
             print(f"otel-agent-trace: {item.path}:{note.line}: warning: {note.reason}", file=sys.stderr)
-    if analysis.unreadable:
-        return EXIT_UNUSABLE
-    return EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
+    return _exit_code(analysis)
 
 
 if __name__ == "__main__":

@@ -34,11 +34,10 @@ from otel_agent_trace.analyzer.spans import InputReport, Span
 from otel_agent_trace.model import DEPENDS_ON
 
 
-@dataclass
-class Analysis:
-    inputs: list[InputReport] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    normalized: dict[str, int] = field(default_factory=dict)  # convention -> traces rewritten
+class _InputsRead:
+    """How reading the inputs went (what the exit code says)."""
+
+    inputs: list[InputReport]
 
     @property
     def unreadable(self) -> bool:
@@ -47,6 +46,13 @@ class Analysis:
     @property
     def bad_lines(self) -> int:
         return sum(len(i.bad_lines) for i in self.inputs)
+
+
+@dataclass
+class Analysis(_InputsRead):
+    inputs: list[InputReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    normalized: dict[str, int] = field(default_factory=dict)  # convention -> traces rewritten
 
 
 @dataclass(slots=True)
@@ -60,20 +66,12 @@ class RunSummary:
 
 
 @dataclass
-class Reduced:
+class Reduced(_InputsRead):
     """`Analysis` without findings: what `analyze_reduced` keeps (inputs, normalized, summaries)."""
 
     inputs: list[InputReport] = field(default_factory=list)
     runs: list[RunSummary] = field(default_factory=list)
     normalized: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def unreadable(self) -> bool:
-        return any(i.error for i in self.inputs)
-
-    @property
-    def bad_lines(self) -> int:
-        return sum(len(i.bad_lines) for i in self.inputs)
 
 
 @dataclass
