@@ -74,6 +74,15 @@ class Reduced(_InputsRead):
     normalized: dict[str, int] = field(default_factory=dict)
 
 
+
+def read_error(exc: Exception) -> str:
+    """Why a whole input could not be read, for `inputs[].error`."""
+    if isinstance(exc, UnreadableInput):
+        return f"cannot read: {exc}"
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    return f"cannot read: {type(exc).__name__}: {exc}"
+
 @dataclass
 class Remote:
     """A fetch over HTTP: `jaeger` (url, service, lookback) or `tempo` (url, traceql, lookback)."""
@@ -192,12 +201,8 @@ def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterato
                 store.account(report.bytes_read - last)
                 last = report.bytes_read
         store.account(report.bytes_read - last)
-    except UnreadableInput as exc:
-        report.error = f"cannot read: {exc}"
-    except OSError as exc:
-        report.error = f"cannot read: {exc.strerror or exc}"
     except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-        report.error = f"cannot read: {type(exc).__name__}: {exc}"
+        report.error = read_error(exc)
 
 
 def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span]:
@@ -438,12 +443,8 @@ class _Streaming:
             self._account(report.bytes_read - last)
         except _AnalysisFailed as exc:
             raise exc.__cause__ from None  # type: ignore[misc]
-        except UnreadableInput as exc:
-            report.error = f"cannot read: {exc}"
-        except OSError as exc:
-            report.error = f"cannot read: {exc.strerror or exc}"
         except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-            report.error = f"cannot read: {type(exc).__name__}: {exc}"
+            report.error = read_error(exc)
 
     def _account(self, nbytes: int) -> None:
         """`TraceStore.account`, as the batch analysis would spill: the JSON read since the last
