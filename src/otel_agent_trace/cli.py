@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
     analyze.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                          help="ANSI colour in the text report (auto: when stdout is a terminal)")
+    analyze.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                         help="worker processes for large plain inputs (0, the default: one per core; 1: none)")
     show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
     show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
@@ -82,8 +84,17 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     budget = max(args.memory_budget, 1) * 1024 * 1024
     if streaming:
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
-                               html=getattr(args, "format", None) == "html")
+                               html=getattr(args, "format", None) == "html", jobs=args.jobs or _cores())
     return analyze(args.paths, remotes, budget_bytes=budget, progress=progress)
+
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

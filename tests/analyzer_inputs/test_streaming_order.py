@@ -11,7 +11,7 @@ import random
 import pytest
 from inputs_support import failing_run, line, span
 
-from otel_agent_trace.analyzer import analysis
+from otel_agent_trace.analyzer import analysis, chunks
 from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
@@ -57,14 +57,14 @@ def test_late_spans_reopen_a_trace(tmp_path, monkeypatch):
     # the root (with no child to wait for) arrives first: the trace looks complete and is analysed,
     # then its children arrive and a duplicate of a child comes last
     path = _write(tmp_path, "late.jsonl", [[root], children[:1], children[1:], [children[0]]])
-    reads: list[str] = []
-    real = analysis.read_file
-    monkeypatch.setattr(analysis, "read_file", lambda p, *a, **k: (reads.append(p), real(p, *a, **k))[1])
+    rereads: list[tuple[str, list[int]]] = []
+    real = chunks._records_at
+    monkeypatch.setattr(chunks, "_records_at", lambda p, lines: (rereads.append((p, sorted(lines))), real(p, lines))[1])
     _same([path])
     reduced = to_dict(analyze_reduced([path]))
     assert reduced["runs"][0]["status"] == "failed" and reduced["runs"][0]["steps"] == 2
     assert any("duplicate span id" in b["reason"] for b in reduced["inputs"][0]["bad_lines"])
-    assert reads.count(path) >= 2  # read again for the reopened trace
+    assert rereads[-1] == (path, [1, 2, 3, 4])  # the reopened trace read again from its records only
 
 
 def test_a_file_given_twice_and_several_files(tmp_path):
@@ -84,3 +84,35 @@ def test_an_analysis_error_is_not_reported_as_an_unreadable_input(tmp_path, monk
     monkeypatch.setattr(analysis, "locate", broken)
     with pytest.raises(RuntimeError, match="analysis bug"):
         analyze_reduced([path])
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+@pytest.mark.parametrize("order", ["as_exported", "shuffled"])
+def test_any_cut_of_the_input_gives_the_batch_report(tmp_path, order, jobs):
+    """Files cut into chunks (analysed in worker processes when jobs > 1): traces split across
+    chunks and files are read again whole; the report is the one-pass report."""
+    import gzip
+
+    spans = _spans()
+    if order == "shuffled":
+        random.Random(7).shuffle(spans)
+    plain = _write(tmp_path, "t.jsonl", [spans[i:i + 2] for i in range(0, 30, 2)])
+    packed = tmp_path / "t2.jsonl.gz"
+    packed.write_bytes(gzip.compress("".join(line(spans[i:i + 3]) for i in range(30, len(spans), 3)).encode()))
+    paths = [plain, str(packed), plain]
+    cut = chunks.plan(paths, jobs, min_chunk=1500)
+    assert (len(cut) > len(paths)) == (jobs > 1)  # the plain inputs are cut only when there are jobs
+    full = to_dict(analyze(paths))
+    assert to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500)) == full
+    assert to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500, budget_bytes=1000)) == full
+
+
+def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch):
+    path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("analysis bug")
+
+    monkeypatch.setattr(analysis, "locate", broken)
+    with pytest.raises(RuntimeError, match="analysis bug"):
+        analyze_reduced([path], jobs=2, min_chunk_bytes=500)

@@ -324,191 +324,54 @@ def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int 
     findings = list(iter_findings(paths, remotes, analysis.inputs, budget_bytes, analysis.normalized, progress))
     findings.sort(key=lambda f: (f.run.root.start_ns, f.run.trace_id, f.run.root.span_id))
     analysis.findings = findings
+    canonical_notes(analysis.inputs)
     return analysis
 
 
 def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                    progress: Progress | None = None, rules: list | None = None, html: bool = False) -> Reduced:
+                    progress: Progress | None = None, rules: list | None = None, html: bool = False,
+                    jobs: int = 1, min_chunk_bytes: int | None = None) -> Reduced:
     """The streaming analysis: every finding reduced as it comes (`report.json_report.summarize`).
 
-    A trace is analysed as soon as it is complete in the input (see `_Streaming`), so memory is
-    bounded by the open traces (with the budget's spills) rather than by the budget; the result is
-    the same as analysing every trace after reading, which is what happens when an input cannot
-    be read twice (remote sources, pipes)."""
+    Files are analysed in chunks, trace by trace as soon as a trace is complete (`chunks`), in
+    `jobs` worker processes when the input is large enough; the result is the same as analysing
+    every trace after reading (and the same for any `jobs`). Remote sources, which cannot be read
+    twice, are read whole first, with the files named alongside them."""
+    from otel_agent_trace.analyzer import chunks
     from otel_agent_trace.analyzer.report.json_report import summarize
 
     out = Reduced()
     files = expand(paths)
     remotes = list(remotes)
-    enabled = gc.isenabled()
-    with TraceStore(budget_bytes) as store:
-        stream = _Streaming(store, rules, lambda f: summarize(f, html),
-                            early=not remotes and all(os.path.isfile(p) or not os.path.exists(p) for p in files))
-        read_into(store, out.inputs, files, remotes, progress, stream.consume)
-        gc.disable()  # runs hold no cycles; collections would rescan every span still held
-        try:
-            stream.finish(files, out)
-            out.runs.sort(key=lambda r: r.key)  # before the collector is back (it would scan every summary)
-        finally:
-            if enabled:
-                gc.enable()
+
+    def reduce(finding: Finding) -> RunSummary:
+        return summarize(finding, html)
+
+    if progress is None:
+        progress = Progress(sum(_size(p) for p in files))
+    if remotes:
+        with TraceStore(budget_bytes) as store:
+            read_into(store, out.inputs, files, remotes, progress)
+            reports = {r.path: r for r in out.inputs}
+            enabled = gc.isenabled()
+            gc.disable()  # runs hold no cycles; collections would rescan every span still held
+            try:
+                for spans in store.traces():
+                    out.runs.extend(reduce(f) for f in trace_findings(spans, reports, out.normalized, rules))
+            finally:
+                if enabled:
+                    gc.enable()
+    else:
+        plan = chunks.plan(files, jobs, *(() if min_chunk_bytes is None else (min_chunk_bytes,)))
+        results = chunks.run_chunks(plan, jobs, rules, reduce, budget_bytes, progress)
+        chunks.merge(plan, results, files, rules, reduce, out)
+    out.runs.sort(key=lambda r: r.key)
+    canonical_notes(out.inputs)
     return out
 
 
-class _AnalysisFailed(Exception):
-    """Carries an exception of the analysis out of the reading loop (which reports read errors)."""
-
-
-class _Notes:
-    """Stands in for an input's InputReport while a trace is checked: its notes are kept with the
-    trace and applied to the real reports at the end, in the order the batch analysis would."""
-
-    __slots__ = ("path", "sink")
-
-    def __init__(self, path: str):
-        self.path = path
-        self.sink: list[tuple[str, bool, int, str]] = []
-
-    def bad(self, line: int, reason: str) -> None:
-        self.sink.append((self.path, True, line, reason))
-
-    def warn(self, line: int, reason: str) -> None:
-        self.sink.append((self.path, False, line, reason))
-
-
-class _Streaming:
-    """Analyse each trace as soon as it is complete in the input; the same result as batch.
-
-    Rule: after each input record (line or frame), a trace touched by it is analysed when it has a
-    local root (a span without parent), every parent its spans name is among them, and none of its
-    spans went to the spill file. Our exporter and the Collector export a span when it ends, and
-    a root ends after its children, so a trace is usually complete when its root arrives.
-    Late spans are never lost: a span of a trace already analysed *reopens* it: its early result
-    is discarded, its later spans are not kept, and after reading every file is read once more
-    for the reopened traces only, which are then analysed whole. So the result never depends on
-    the order of the input (at worst one more pass over the files). Only plain files are read
-    early (`early=False`: remote sources or pipes, which cannot be read twice, are analysed after
-    reading, as before). Reports are byte-for-byte the batch ones: notes and normalization counts
-    are applied at the end in the batch order (traces in order of first appearance, then spilled
-    traces by id), and runs are sorted as before.
-    """
-
-    def __init__(self, store: TraceStore, rules: list | None, reduce: Callable[[Finding], Any], early: bool):
-        self.store = store
-        self.rules = rules
-        self.reduce = reduce
-        self.early = early
-        self.first_seen: dict[str, int] = {}  # trace id -> ordinal of first appearance
-        self.window: set[str] = set()  # traces with spans read since the last spill
-        self.spilled_like: set[str] = set()  # traces a batch analysis would have taken from the spill file
-        self.done: dict[str, tuple[list, str | None, list]] = {}  # early traces: (notes, convention, summaries)
-        self.reopened: set[str] = set()
-        self.rooted: set[str] = set()
-        self.recorders: dict[str, _Notes] = {}
-        self.pending = 0  # JSON bytes read since the last spill
-
-    def consume(self, store: TraceStore, report: InputReport, spans: Callable[[], Iterator[Span]]) -> None:
-        add = store.add
-        done, reopened, rooted, window = self.done, self.reopened, self.rooted, self.window
-        first_seen = self.first_seen
-        last = 0
-        step = max(1, min(store.budget // 8, 1 << 20))
-        source: Any = None
-        touched: set[str] = set()
-        try:
-            for span in spans():
-                trace_id = span.trace_id
-                if span.source != source:
-                    if touched:
-                        self._ready(touched)
-                        touched = set()
-                    source = span.source
-                if trace_id not in first_seen:
-                    first_seen[trace_id] = len(first_seen)
-                window.add(trace_id)
-                if trace_id in done or trace_id in reopened:
-                    if trace_id in done:
-                        del done[trace_id]
-                        reopened.add(trace_id)
-                else:
-                    add(span)
-                    if not span.parent_id:
-                        rooted.add(trace_id)
-                    touched.add(trace_id)
-                if report.bytes_read - last > step:
-                    self._account(report.bytes_read - last)
-                    last = report.bytes_read
-            if touched:
-                self._ready(touched)
-            self._account(report.bytes_read - last)
-        except _AnalysisFailed as exc:
-            raise exc.__cause__ from None  # type: ignore[misc]
-        except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-            report.error = read_error(exc)
-
-    def _account(self, nbytes: int) -> None:
-        """`TraceStore.account`, as the batch analysis would spill: the JSON read since the last
-        spill is over the budget and some trace was read meanwhile (whether still open or not)."""
-        self.pending += nbytes
-        if self.pending > self.store.budget and self.window:
-            if self.store.memory:
-                self.store.spill()  # only the open traces: the others are analysed already
-            self.pending = 0
-            self.spilled_like |= self.window
-            self.window.clear()  # (the same set object: `consume` holds it)
-
-    def _ready(self, touched: set[str]) -> None:
-        if not self.early:
-            return
-        memory = self.store.memory
-        spilled = self.store.spilled_traces
-        for trace_id in touched:
-            if trace_id not in self.rooted or trace_id in spilled:
-                continue
-            spans = memory[trace_id]
-            ids = {s.span_id for s in spans}
-            if all(not s.parent_id or s.parent_id in ids for s in spans):
-                del memory[trace_id]
-                try:
-                    self.done[trace_id] = self._analyse(spans)
-                except Exception as exc:  # an analysis bug is no unreadable input: let it out
-                    raise _AnalysisFailed() from exc
-
-    def _analyse(self, spans: list[Span]) -> tuple[list, str | None, list]:
-        notes: list[tuple[str, bool, int, str]] = []
-        recorders = self.recorders
-        for span in spans:
-            path = span.source[0] if span.source else ""
-            if path not in recorders:
-                recorders[path] = _Notes(path)
-        for recorder in recorders.values():
-            recorder.sink = notes
-        counted: dict[str, int] = {}
-        summaries = [self.reduce(f) for f in trace_findings(spans, recorders, counted, self.rules)]
-        return notes, next(iter(counted), None), summaries
-
-    def finish(self, files: list[str], out: Reduced) -> None:
-        """Analyse what is left (open, spilled and reopened traces) and apply everything in order."""
-        results = self.done
-        for spans in self.store.traces():
-            results[spans[0].trace_id] = self._analyse(spans)
-        if self.reopened:
-            again: dict[str, list[Span]] = {}
-            for path in files:
-                for span in read_file(path, InputReport(path)):
-                    if span.trace_id in self.reopened:
-                        again.setdefault(span.trace_id, []).append(span)
-            for trace_id, spans in again.items():
-                results[trace_id] = self._analyse(spans)
-        spilled, first_seen = self.spilled_like, self.first_seen
-        order = sorted(results, key=lambda t: (1, t, 0) if t in spilled else (0, "", first_seen[t]))
-        reports = {r.path: r for r in out.inputs}
-        for trace_id in order:
-            notes, convention, summaries = results.pop(trace_id)
-            for path, bad, line, reason in notes:
-                report = reports.get(path)
-                if report is not None:
-                    (report.bad if bad else report.warn)(line, reason)
-            if convention:
-                out.normalized[convention] = out.normalized.get(convention, 0) + 1
-            out.runs.extend(summaries)
+def canonical_notes(inputs: list[InputReport]) -> None:
+    """Each input's notes by line, then reason: one order however the input was read or cut."""
+    for report in inputs:
+        report.bad_lines.sort(key=lambda b: (b.line, b.reason))
+        report.warnings.sort(key=lambda b: (b.line, b.reason))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, records
+from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
 MAX_ATTRIBUTE_CHARS = 1 << 20  # 1 MiB of text per attribute value; longer values are truncated
@@ -39,9 +39,11 @@ _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
 
-def read_file(path: str, report: InputReport, progress: Callable[[int], None] | None = None) -> Iterator[Span]:
-    """Spans of one file; problems go to `report` (file-level errors raise OSError)."""
-    source = records(path, progress)
+def read_file(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
+              end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[Span]:
+    """Spans of one file (or of its lines in `start`..`end`, see `splittable`); problems go to
+    `report` (file-level errors raise OSError); `offsets`: see `sources.records`."""
+    source = records(path, progress, start, end, offsets)
     number = 0
     try:
         for number, raw in source:
@@ -56,6 +58,20 @@ def read_file(path: str, report: InputReport, progress: Callable[[int], None] | 
         if isinstance(exc, OSError) and not _is_stream_error(exc):
             raise
         report.bad(number + 1, f"unreadable after line {number}: {type(exc).__name__}: {exc}")
+
+
+def splittable(path: str) -> bool:
+    """Can the file be read in byte ranges (plain JSON Lines, not compressed, not a single
+    pretty-printed document)?"""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(_DOC_PROBE)
+    except OSError:
+        return False
+    if first.startswith((GZIP_MAGIC, ZSTD_MAGIC)) or first[4:8] == ZSTD_MAGIC:
+        return False
+    text = first.strip()
+    return not (text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text))
 
 
 def _is_stream_error(exc: OSError) -> bool:

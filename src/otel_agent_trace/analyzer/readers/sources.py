@@ -33,13 +33,21 @@ def _zstd():
     return zstandard
 
 
-def records(path: str, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, bytes]]:
-    """(record number from 1, raw bytes) of a file; `progress(n)` gets compressed bytes consumed."""
+def records(path: str, progress: Callable[[int], None] | None = None, start: int = 0, end: int | None = None,
+            offsets: dict[int, int] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(record number from 1, raw bytes) of a file; `progress(n)` gets compressed bytes consumed.
+
+    `start`/`end`: only the lines starting in that byte range of a plain file (`start` at a line
+    start; numbers count from the file's first line). `offsets`: filled with line -> byte offset
+    for a plain file (compressed records cannot be seeked to)."""
     raw = open(path, "rb", buffering=1 << 20)  # long lines (a batch of spans each): fewer copies
     try:
+        if start or end is not None:
+            yield from _plain(raw, progress, start, end, offsets)
+            return
         head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
         if head.startswith((GZIP_MAGIC, ZSTD_MAGIC)) and not _decodes(raw, head):
-            yield from _lines(raw, raw, progress)  # text that merely starts like a compressed stream
+            yield from _plain(raw, progress, 0, None, offsets)  # text that merely starts like a compressed stream
         elif head.startswith(GZIP_MAGIC):
             yield from _lines(gzip.GzipFile(fileobj=raw, mode="rb"), raw, progress)
         elif head.startswith(ZSTD_MAGIC):
@@ -48,7 +56,7 @@ def records(path: str, progress: Callable[[int], None] | None = None) -> Iterato
         elif len(head) == 8 and head[4:8] == ZSTD_MAGIC:
             yield from _framed(raw, progress)
         else:
-            yield from _lines(raw, raw, progress)
+            yield from _plain(raw, progress, 0, None, offsets)
     finally:
         raw.close()
 
@@ -79,6 +87,41 @@ def _lines(handle: IO[bytes], raw: IO[bytes], progress: Callable[[int], None] | 
             progress(raw.tell())
         yield number, line
     progress(raw.tell())
+
+
+def _plain(raw: IO[bytes], progress: Callable[[int], None] | None, start: int, end: int | None,
+           offsets: dict[int, int] | None) -> Iterator[tuple[int, bytes]]:
+    number = line_base(raw, start)
+    raw.seek(start)
+    position = start
+    for line in raw:
+        number += 1
+        if offsets is not None:
+            offsets[number] = position
+        if progress is not None and number % 256 == 0:
+            progress(position)
+        yield number, line
+        position += len(line)
+        if end is not None and position >= end:
+            break
+    if progress is not None:
+        progress(position)
+
+
+def line_base(raw: IO[bytes], start: int) -> int:
+    """How many lines end before byte `start` (so the line at `start` is number base + 1)."""
+    if not start:
+        return 0
+    raw.seek(0)
+    count = 0
+    left = start
+    while left > 0:
+        block = raw.read(min(left, 1 << 23))
+        if not block:
+            break
+        count += block.count(b"\n")
+        left -= len(block)
+    return count
 
 
 def _framed(raw: IO[bytes], progress: Callable[[int], None] | None) -> Iterator[tuple[int, bytes]]:

@@ -1,0 +1,345 @@
+"""The streaming analysis of files, in chunks: the CLI's path (`analysis.analyze_reduced`).
+
+Every plain input is split at line boundaries into chunks (compressed inputs and single
+documents are one chunk each). A chunk is read and analysed on its own, in a worker process when
+there is more than one core and enough input (`jobs`), trace by trace as soon as a trace is
+complete in it (`_ChunkStream`), each finding reduced at once (a `RunSummary`) and its spans freed.
+The chunk returns, per trace it touched, the reduced result and where (line, byte offset) its
+spans were. `merge` then keeps the result of every trace seen by one chunk only, and analyses
+again, from exactly the records that hold its spans, every trace that several chunks saw (a trace
+split across a chunk boundary or across rotated files). So the report never depends on how the
+input was cut: it is the report of one pass over everything, whatever `jobs` is (tested).
+
+Early analysis inside a chunk: after each record (line or frame), a trace touched by it is
+analysed when it has a local root, every parent its spans name is among them, and none of its
+spans went to the spill file. Our exporter and the Collector export a span when it ends and a
+root ends after its children, so a trace is usually complete when its root arrives. A later span
+of a trace already analysed *reopens* it: at the chunk's end it is analysed again from its
+records. Memory per process is bounded by the traces still open (and the spill budget).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from otel_agent_trace.analyzer import analysis
+from otel_agent_trace.analyzer.readers.otlp_json import read_file, read_record, splittable
+from otel_agent_trace.analyzer.readers.sources import records
+from otel_agent_trace.analyzer.readers.spill import TraceStore
+from otel_agent_trace.analyzer.spans import InputReport, Span
+
+MIN_CHUNK_BYTES = 32 << 20  # smaller inputs are not split (a worker costs more than it saves)
+
+# (notes, convention, summaries) of one trace: notes are (path, bad, line, reason) to apply later
+TraceResult = tuple[list, "str | None", list]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int
+    input: int  # which input (a file named twice is two inputs)
+    path: str
+    start: int = 0
+    end: int | None = None  # None: to the end of the input
+
+
+@dataclass
+class ChunkResult:
+    index: int
+    report: InputReport  # what reading this chunk found (bad lines, warnings, counts, error)
+    traces: dict[str, TraceResult] = field(default_factory=dict)  # in order of first appearance
+    locations: dict[str, list[int]] = field(default_factory=dict)  # trace -> lines (records) holding its spans
+    offsets: dict[int, int] = field(default_factory=dict)  # line -> byte offset (plain files only)
+
+
+def plan(files: list[str], jobs: int, min_chunk: int = MIN_CHUNK_BYTES) -> list[Chunk]:
+    """Chunks of the inputs: about `jobs` chunks over the splittable bytes, none under `min_chunk`."""
+    sizes = {path: _size(path) for path in files}
+    cuttable = {p for p in files if jobs > 1 and sizes[p] >= 2 * min_chunk and splittable(p)}
+    target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(jobs, 1)))
+    chunks: list[Chunk] = []
+    for number, path in enumerate(files):
+        if path not in cuttable:
+            chunks.append(Chunk(len(chunks), number, path))
+            continue
+        cuts = [0] + _line_starts(path, [target * k for k in range(1, -(-sizes[path] // target))]) + [sizes[path]]
+        cuts = sorted(set(cuts))
+        for start, end in zip(cuts, cuts[1:]):
+            chunks.append(Chunk(len(chunks), number, path, start, end))
+    return chunks
+
+
+def _line_starts(path: str, positions: list[int]) -> list[int]:
+    """The start of the first line at or after each position."""
+    out = []
+    with open(path, "rb") as handle:
+        for position in positions:
+            handle.seek(position - 1)
+            handle.readline()  # the rest of the line that holds byte position-1
+            out.append(handle.tell())
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: int,
+                  progress: Callable[[int], None] | None = None) -> ChunkResult:
+    """Read and analyse one chunk (in this process; `run_chunks` puts it in a worker)."""
+    report = InputReport(chunk.path)
+    result = ChunkResult(chunk.index, report)
+    enabled = gc.isenabled()
+    gc.disable()  # spans and runs hold no cycles; collections would rescan every span held
+    try:
+        with TraceStore(budget) as store:
+            stream = _ChunkStream(store, rules, reduce, result)
+            stream.consume(report, read_file(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
+            stream.finish(chunk.path)
+    finally:
+        if enabled:
+            gc.enable()
+    return result
+
+
+class _ChunkStream:
+    """One chunk's traces, each analysed as soon as it is complete (see the module's docstring)."""
+
+    def __init__(self, store: TraceStore, rules: list | None, reduce: Callable, result: ChunkResult):
+        self.store = store
+        self.rules = rules
+        self.reduce = reduce
+        self.result = result
+        self.done: dict[str, TraceResult] = {}
+        self.reopened: set[str] = set()
+        self.rooted: set[str] = set()
+
+    def consume(self, report: InputReport, spans: Iterator[Span]) -> None:
+        store, add = self.store, self.store.add
+        done, reopened, rooted = self.done, self.reopened, self.rooted
+        locations = self.result.locations
+        last = 0
+        step = max(1, min(store.budget // 8, 1 << 20))  # how often the budget is checked, in bytes read
+        source: Any = None
+        touched: set[str] = set()
+        try:
+            for span in spans:
+                trace_id = span.trace_id
+                if span.source is not source:
+                    if touched:
+                        self._ready(touched)
+                        touched = set()
+                    source = span.source
+                    line = source[1] if source else 0
+                lines = locations.get(trace_id)
+                if lines is None:
+                    locations[trace_id] = [line]
+                elif lines[-1] != line:
+                    lines.append(line)
+                if trace_id in done or trace_id in reopened:
+                    if trace_id in done:
+                        del done[trace_id]
+                        reopened.add(trace_id)
+                else:
+                    add(span)
+                    if not span.parent_id:
+                        rooted.add(trace_id)
+                    touched.add(trace_id)
+                if report.bytes_read - last > step:
+                    store.account(report.bytes_read - last)
+                    last = report.bytes_read
+            if touched:
+                self._ready(touched)
+            store.account(report.bytes_read - last)
+        except _AnalysisFailed as exc:
+            raise exc.__cause__ from None  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
+            report.error = analysis.read_error(exc)
+
+    def _ready(self, touched: set[str]) -> None:
+        memory = self.store.memory
+        spilled = self.store.spilled_traces
+        for trace_id in touched:
+            if trace_id not in self.rooted or trace_id in spilled:
+                continue
+            spans = memory[trace_id]
+            ids = {s.span_id for s in spans}
+            if all(not s.parent_id or s.parent_id in ids for s in spans):
+                del memory[trace_id]
+                try:
+                    self.done[trace_id] = analyse_trace(spans, self.rules, self.reduce)
+                except Exception as exc:  # an analysis bug is no unreadable input: let it out
+                    raise _AnalysisFailed() from exc
+
+    def finish(self, path: str) -> None:
+        """Analyse what is left (open, spilled and reopened traces); results in order of first appearance."""
+        done = self.done
+        for spans in self.store.traces():
+            done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce)
+        if self.reopened:
+            wanted = {t: self.result.locations[t] for t in self.reopened}
+            for spans in reread([(path, wanted, self.result.offsets)]):
+                done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce)
+        self.result.traces = {t: done[t] for t in self.result.locations if t in done}
+
+
+class _AnalysisFailed(Exception):
+    """Carries an exception of the analysis out of the reading loop (which reports read errors)."""
+
+
+class _Notes:
+    """Stands in for an input's InputReport while a trace is checked: its notes are kept with the
+    trace's result and applied to the real reports by `merge`, in a canonical order."""
+
+    __slots__ = ("path", "sink")
+
+    def __init__(self, path: str, sink: list):
+        self.path = path
+        self.sink = sink
+
+    def bad(self, line: int, reason: str) -> None:
+        self.sink.append((self.path, True, line, reason))
+
+    def warn(self, line: int, reason: str) -> None:
+        self.sink.append((self.path, False, line, reason))
+
+
+def analyse_trace(spans: list[Span], rules: list | None, reduce: Callable) -> TraceResult:
+    notes: list[tuple[str, bool, int, str]] = []
+    recorders = {}
+    for span in spans:
+        path = span.source[0] if span.source else ""
+        if path not in recorders:
+            recorders[path] = _Notes(path, notes)
+    counted: dict[str, int] = {}
+    summaries = [reduce(f) for f in analysis.trace_findings(spans, recorders, counted, rules)]
+    return notes, next(iter(counted), None), summaries
+
+
+def reread(wanted: Iterable[tuple[str, dict[str, list[int]], dict[int, int]]]) -> Iterator[list[Span]]:
+    """The spans of the wanted traces, read again from exactly the records that hold them.
+
+    `wanted`: (path, {trace: [line]}, {line: byte offset}) per chunk in input order; yields each
+    trace's spans in input order, after all are read (they are few: traces split across chunks)."""
+    spans: dict[str, list[Span]] = {}
+    for path, traces, offsets in wanted:
+        lines: dict[int, int] = {}
+        for numbers in traces.values():
+            for line in numbers:
+                lines[line] = offsets.get(line, -1)
+        for line, raw in _records_at(path, lines):
+            for span in read_record(raw, line, path, InputReport(path)):
+                if span.trace_id in traces:
+                    spans.setdefault(span.trace_id, []).append(span)
+    yield from spans.values()
+
+
+def _records_at(path: str, lines: dict[int, int]) -> Iterator[tuple[int, bytes]]:
+    """The records with these numbers (line -> byte offset; -1: not seekable, read through)."""
+    if lines and all(offset >= 0 for offset in lines.values()):
+        with open(path, "rb") as handle:
+            for line in sorted(lines):
+                handle.seek(lines[line])
+                yield line, handle.readline()
+        return
+    for number, raw in records(path):
+        if number in lines:
+            yield number, raw
+
+
+def run_chunks(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Callable, budget: int,
+               progress: "analysis.Progress") -> list[ChunkResult]:
+    """Every chunk's result, in chunk order: in this process, or in `jobs` worker processes."""
+    if jobs <= 1 or len(chunks) <= 1:
+        out = []
+        base = 0
+        try:
+            for chunk in chunks:
+                out.append(analyse_chunk(chunk, rules, reduce, budget, progress.file(chunk.path, base - chunk.start)))
+                base += (chunk.end if chunk.end is not None else _size(chunk.path)) - chunk.start
+        finally:
+            progress.close()
+        return out
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    counter = context.Value("q", 0, lock=False)  # bytes read by all workers, for the progress bar
+    global _WORKER
+    _WORKER = (rules, reduce, max(budget // jobs, 1 << 20), counter)
+    try:
+        with context.Pool(min(jobs, len(chunks))) as pool:
+            pending = pool.map_async(_work, chunks, chunksize=1)
+            while not pending.ready():
+                pending.wait(0.25)
+                progress.update(counter.value)
+            return pending.get()
+    finally:
+        _WORKER = None
+        progress.close()
+
+
+_WORKER: Any = None  # (rules, reduce, budget, counter): inherited by forked workers
+
+
+def _work(chunk: Chunk) -> ChunkResult:
+    rules, reduce, budget, counter = _WORKER
+    seen = [0]
+
+    def progress(position: int) -> None:
+        counter.value += position - chunk.start - seen[0]
+        seen[0] = position - chunk.start
+
+    return analyse_chunk(chunk, rules, reduce, budget, progress)
+
+
+def merge(chunks: list[Chunk], results: list[ChunkResult], files: list[str], rules: list | None,
+          reduce: Callable, out: "analysis.Reduced") -> None:
+    """Chunk results into `out`: one report per input, every trace analysed whole exactly once."""
+    inputs = [InputReport(path) for path in files]
+    out.inputs.extend(inputs)
+    reports = {r.path: r for r in inputs}  # notes of the analysis go to the last input of that name
+    seen_in: dict[str, int] = {}  # trace -> chunks that saw it
+    for result, chunk in zip(results, chunks):
+        _add_report(inputs[chunk.input], result.report)
+        for trace_id in result.locations:
+            seen_in[trace_id] = seen_in.get(trace_id, 0) + 1
+    split = {t for t, n in seen_in.items() if n > 1}
+    final: dict[str, TraceResult] = {}
+    if split:
+        wanted = [(r.report.path, {t: r.locations[t] for t in split.intersection(r.locations)}, r.offsets)
+                  for r in results]
+        for spans in reread(wanted):
+            final[spans[0].trace_id] = analyse_trace(spans, rules, reduce)
+    applied: set[str] = set()
+    for result in results:  # traces in order of first appearance in the input
+        for trace_id in result.locations:
+            if trace_id in applied:
+                continue
+            applied.add(trace_id)
+            outcome = final.pop(trace_id, None) if trace_id in split else result.traces.get(trace_id)
+            if outcome is None:
+                continue
+            notes, convention, summaries = outcome
+            for path, bad, line, reason in notes:
+                report = reports.get(path)
+                if report is not None:
+                    (report.bad if bad else report.warn)(line, reason)
+            if convention:
+                out.normalized[convention] = out.normalized.get(convention, 0) + 1
+            out.runs.extend(summaries)
+
+
+def _add_report(into: InputReport, part: InputReport) -> None:
+    into.spans += part.spans
+    into.bytes_read += part.bytes_read
+    into.bad_lines.extend(part.bad_lines)
+    into.warnings.extend(part.warnings)
+    if part.error and not into.error:
+        into.error = part.error
