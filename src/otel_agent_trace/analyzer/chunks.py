@@ -266,37 +266,92 @@ def run_chunks(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Calla
         finally:
             progress.close()
         return out
+    return _run_parallel(chunks, jobs, rules, reduce, max(budget // jobs, 1 << 20), progress)
+
+
+def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Callable, budget: int,
+                  progress: "analysis.Progress") -> list[ChunkResult]:
+    """`jobs - 1` forked workers and this process take chunks in order until none is left.
+
+    Forked, so the rules, the reducer and anything patched are the parent's, and only results
+    (small summaries) are pickled. A worker that dies is an error, never a silently missing chunk."""
     import multiprocessing
+    import queue
 
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    counter = context.Value("q", 0, lock=False)  # bytes read by all workers, for the progress bar
-    global _WORKER
-    _WORKER = (rules, reduce, max(budget // jobs, 1 << 20), counter)
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    taken = context.Value("i", 0)  # the next chunk to take
+    read = context.Value("q", 0, lock=False)  # bytes read by everyone, for the progress bar
+    results = context.Queue()
+
+    def take() -> int:
+        with taken.get_lock():
+            index = taken.value
+            taken.value += 1
+        return index
+
+    def analyse(index: int) -> ChunkResult:
+        chunk = chunks[index]
+        seen = [chunk.start]
+
+        def advance(position: int) -> None:
+            read.value += position - seen[0]
+            seen[0] = position
+
+        return analyse_chunk(chunk, rules, reduce, budget, advance)
+
+    def work() -> None:
+        index = take()
+        while index < len(chunks):
+            try:
+                results.put((index, analyse(index), None))
+            except BaseException as exc:  # noqa: BLE001 - the parent raises it
+                results.put((index, None, _portable(exc)))
+                return
+            index = take()
+
+    workers = [context.Process(target=work, daemon=True) for _ in range(min(jobs, len(chunks)) - 1)]
+    for worker in workers:
+        worker.start()
+    out: dict[int, ChunkResult] = {}
     try:
-        with context.Pool(min(jobs, len(chunks))) as pool:
-            pending = pool.map_async(_work, chunks, chunksize=1)
-            while not pending.ready():
-                pending.wait(0.25)
-                progress.update(counter.value)
-            return pending.get()
+        index = take()
+        while index < len(chunks):
+            out[index] = analyse(index)
+            progress.update(read.value)
+            index = take()
+        while len(out) < len(chunks):
+            try:
+                index, result, error = results.get(timeout=0.25)
+            except queue.Empty:
+                progress.update(read.value)
+                if any(w.exitcode not in (None, 0) for w in workers):
+                    raise RuntimeError("an analysis worker process died") from None
+                continue
+            if error is not None:
+                raise error
+            out[index] = result
+    except BaseException:
+        for worker in workers:  # (one may be blocked writing a result nobody will read)
+            worker.terminate()
+        raise
     finally:
-        _WORKER = None
         progress.close()
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    return [out[i] for i in range(len(chunks))]
 
 
-_WORKER: Any = None  # (rules, reduce, budget, counter): inherited by forked workers
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself when it survives pickling, else a RuntimeError that says what it was."""
+    import pickle
 
-
-def _work(chunk: Chunk) -> ChunkResult:
-    rules, reduce, budget, counter = _WORKER
-    seen = [0]
-
-    def progress(position: int) -> None:
-        counter.value += position - chunk.start - seen[0]
-        seen[0] = position - chunk.start
-
-    return analyse_chunk(chunk, rules, reduce, budget, progress)
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 def merge(chunks: list[Chunk], results: list[ChunkResult], files: list[str], rules: list | None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from operator import itemgetter
 from typing import Any, Callable, Iterator
 
 import orjson
@@ -266,8 +267,25 @@ def attributes_of(raw: Any) -> dict[str, Any]:
             if inner.__class__ is str:
                 out[item["key"]] = int(inner)
                 continue
+            inner = value.get("arrayValue")
+            if inner is not None:  # arrays of strings (ids, hashes, finish reasons): C-level maps
+                values = inner.get("values")
+                if not values:
+                    out[item["key"]] = []
+                    continue
+                if "stringValue" in values[0] and _lengths(map(len, values)) == _ONE:
+                    strings = list(map(_string_value, values))  # (KeyError, careful path: mixed kinds)
+                    if _lengths(map(type, strings)) == _STR:
+                        out[item["key"]] = strings
+                        continue
         out[item["key"]] = _value_fast(value)
     return out
+
+
+_lengths = set
+_ONE = {1}
+_STR = {str}
+_string_value = itemgetter("stringValue")
 
 
 def _value_fast(value: dict) -> Any:
