@@ -23,10 +23,10 @@ from __future__ import annotations
 import gc
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer import analysis
-from otel_agent_trace.analyzer.readers.otlp_json import read_file, read_record, splittable
+from otel_agent_trace.analyzer.readers.otlp_json import read_batches, read_record, splittable
 from otel_agent_trace.analyzer.readers.sources import records
 from otel_agent_trace.analyzer.readers.spill import TraceStore
 from otel_agent_trace.analyzer.spans import InputReport, Span
@@ -56,10 +56,11 @@ class ChunkResult:
 
 
 def plan(files: list[str], jobs: int, min_chunk: int = MIN_CHUNK_BYTES) -> list[Chunk]:
-    """Chunks of the inputs: about `jobs` chunks over the splittable bytes, none under `min_chunk`."""
+    """Chunks of the inputs: about two per job over the splittable bytes (whoever is done first takes
+    the next: no one idles while another finishes a long chunk), none under `min_chunk`."""
     sizes = {path: _size(path) for path in files}
     cuttable = {p for p in files if jobs > 1 and sizes[p] >= 2 * min_chunk and splittable(p)}
-    target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(jobs, 1)))
+    target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(2 * jobs, 1)))
     chunks: list[Chunk] = []
     for number, path in enumerate(files):
         if path not in cuttable:
@@ -100,7 +101,7 @@ def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: in
     try:
         with TraceStore(budget) as store:
             stream = _ChunkStream(store, rules, reduce, result)
-            stream.consume(report, read_file(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
+            stream.consume(report, read_batches(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
             stream.finish(chunk.path)
     finally:
         if enabled:
@@ -120,42 +121,40 @@ class _ChunkStream:
         self.reopened: set[str] = set()
         self.rooted: set[str] = set()
 
-    def consume(self, report: InputReport, spans: Iterator[Span]) -> None:
+    def consume(self, report: InputReport, batches: Iterator[list[Span]]) -> None:
         store, add = self.store, self.store.add
         done, reopened, rooted = self.done, self.reopened, self.rooted
         locations = self.result.locations
         last = 0
         step = max(1, min(store.budget // 8, 1 << 20))  # how often the budget is checked, in bytes read
-        source: Any = None
-        touched: set[str] = set()
         try:
-            for span in spans:
-                trace_id = span.trace_id
-                if span.source is not source:
-                    if touched:
-                        self._ready(touched)
-                        touched = set()
-                    source = span.source
-                    line = source[1] if source else 0
-                lines = locations.get(trace_id)
-                if lines is None:
-                    locations[trace_id] = [line]
-                elif lines[-1] != line:
-                    lines.append(line)
-                if trace_id in done or trace_id in reopened:
-                    if trace_id in done:
-                        del done[trace_id]
-                        reopened.add(trace_id)
-                else:
-                    add(span)
-                    if not span.parent_id:
-                        rooted.add(trace_id)
-                    touched.add(trace_id)
+            for batch in batches:  # one record's spans
+                if not batch:
+                    continue
+                line = batch[0].source[1] if batch[0].source else 0
+                touched: set[str] = set()
+                for span in batch:
+                    trace_id = span.trace_id
+                    if trace_id not in touched:
+                        lines = locations.get(trace_id)
+                        if lines is None:
+                            locations[trace_id] = [line]
+                        elif lines[-1] != line:
+                            lines.append(line)
+                    if trace_id in done or trace_id in reopened:
+                        if trace_id in done:
+                            del done[trace_id]
+                            reopened.add(trace_id)
+                    else:
+                        add(span)
+                        if not span.parent_id:
+                            rooted.add(trace_id)
+                        touched.add(trace_id)
+                if touched:
+                    self._ready(touched)
                 if report.bytes_read - last > step:
                     store.account(report.bytes_read - last)
                     last = report.bytes_read
-            if touched:
-                self._ready(touched)
             store.account(report.bytes_read - last)
         except _AnalysisFailed as exc:
             raise exc.__cause__ from None  # type: ignore[misc]

@@ -44,6 +44,13 @@ def read_file(path: str, report: InputReport, progress: Callable[[int], None] | 
               end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[Span]:
     """Spans of one file (or of its lines in `start`..`end`, see `splittable`); problems go to
     `report` (file-level errors raise OSError); `offsets`: see `sources.records`."""
+    for batch in read_batches(path, report, progress, start, end, offsets):
+        yield from batch
+
+
+def read_batches(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
+                 end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[list[Span]]:
+    """`read_file`, one list of spans per record (no generator frame per span: the hot loop)."""
     source = records(path, progress, start, end, offsets)
     number = 0
     try:
@@ -53,7 +60,7 @@ def read_file(path: str, report: InputReport, progress: Callable[[int], None] | 
                 if text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text):
                     yield from _document(raw, source, path, report)
                     return
-            yield from read_record(raw, number, path, report)
+            yield read_record(raw, number, path, report)
     except (EOFError, OSError, ValueError) as exc:
         # a truncated or corrupt compressed stream: what was read so far is kept
         if isinstance(exc, OSError) and not _is_stream_error(exc):
@@ -87,41 +94,41 @@ def _unparsable(text: bytes) -> bool:
     return False
 
 
-def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report: InputReport) -> Iterator[Span]:
+def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report: InputReport) -> Iterator[list[Span]]:
     """A pretty-printed single document, or JSON Lines whose short first line is broken."""
     lines = [first] + [raw for _, raw in rest]
     try:
         doc = _loads(b"".join(lines))
     except _JSONDecodeError:
         for number, raw in enumerate(lines, start=1):
-            yield from read_record(raw, number, path, report)
+            yield read_record(raw, number, path, report)
         return
     report.bytes_read += sum(map(len, lines))
-    yield from spans_of_doc(doc, path, 1, report)
+    yield spans_of_doc(doc, path, 1, report)
 
 
-def read_record(raw: bytes, number: int, path: str, report: InputReport) -> Iterator[Span]:
+def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
     """Spans of one record (a JSON Lines line or a decompressed frame)."""
     report.bytes_read += len(raw)
     if raw.startswith(BAD_RECORD):
         report.bad(number, raw[len(BAD_RECORD):].decode("utf-8", "replace"))
-        return
+        return []
     try:
         doc = _loads(raw)
     except _JSONDecodeError as exc:
         if not raw.strip():
-            return
+            return []
         message = str(exc)
         if "UTF-8" not in message:
             report.bad(number, f"invalid JSON ({_describe_break(raw, message)}): {message}")
-            return
+            return []
         try:
             doc = _loads(raw.decode("utf-8", "replace").encode("utf-8", "replace"))
         except _JSONDecodeError as again:
             report.bad(number, f"not valid UTF-8 and invalid JSON: {again}")
-            return
+            return []
         report.bad(number, f"not valid UTF-8 at byte {_first_bad_utf8(raw)}: read with U+FFFD replacements")
-    yield from spans_of_doc(doc, path, number, report)
+    return spans_of_doc(doc, path, number, report)
 
 
 def _describe_break(raw: bytes, message: str) -> str:
@@ -136,7 +143,7 @@ def _first_bad_utf8(raw: bytes) -> int:
     return -1
 
 
-def spans_of_doc(doc: Any, path: str, line: int, report: InputReport) -> Iterator[Span]:
+def spans_of_doc(doc: Any, path: str, line: int, report: InputReport) -> list[Span]:
     """Spans of one parsed document, whatever known wrapper it has."""
     if isinstance(doc, dict):
         resource_spans = doc.get("resourceSpans")
@@ -145,27 +152,28 @@ def spans_of_doc(doc: Any, path: str, line: int, report: InputReport) -> Iterato
         if resource_spans is None:
             inner = doc.get("result", doc.get("trace"))
             if isinstance(inner, dict):  # Jaeger v2 /api/v3/traces, Tempo /api/v2/traces/<id>
-                yield from spans_of_doc(inner, path, line, report)
-                return
+                return spans_of_doc(inner, path, line, report)
             if "data" in doc or ("traceID" in doc and "spans" in doc):
                 from otel_agent_trace.analyzer.readers.jaeger_json import spans_of_jaeger
 
-                yield from spans_of_jaeger(doc, path, line, report)
-                return
+                return list(spans_of_jaeger(doc, path, line, report))
             if not doc:  # `{}`: an empty export (Tempo answers a missing trace so)
-                return
+                return []
         if isinstance(resource_spans, list):
-            yield from _resource_spans(resource_spans, path, line, report)
-            return
+            return _resource_spans(resource_spans, path, line, report)
     elif isinstance(doc, list) and doc and all(isinstance(d, dict) for d in doc):
+        out = []
         for item in doc:  # an array of exports or of Jaeger traces
-            yield from spans_of_doc(item, path, line, report)
-        return
+            out.extend(spans_of_doc(item, path, line, report))
+        return out
     report.bad(line, "not an OTLP trace export (no resourceSpans list)")
+    return []
 
 
-def _resource_spans(resource_spans: list, path: str, line: int, report: InputReport) -> Iterator[Span]:
+def _resource_spans(resource_spans: list, path: str, line: int, report: InputReport) -> list[Span]:
     source = (path, line)
+    out: list[Span] = []
+    append = out.append
     for rs in resource_spans:
         if not isinstance(rs, dict):
             report.bad(line, "resourceSpans entry is not an object")
@@ -195,8 +203,9 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
                     if span is None:
                         continue
                 span.source = source
-                report.spans += 1
-                yield span
+                append(span)
+    report.spans += len(out)
+    return out
 
 
 def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
@@ -239,13 +248,23 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
 
 
 def _hex(value: Any, chars: int) -> str:
+    known = _ids_get(value)  # a batch names each trace id and parent id many times
+    if known is not None and len(known) == chars:
+        return known
     if value.__class__ is str and len(value) == chars:
         try:  # bytes.fromhex: hex digits (and spaces, which the length check rules out), in C
             if len(_fromhex(value)) << 1 == chars:
-                return value.lower()
+                if len(_ids) > 1 << 14:
+                    _ids.clear()
+                known = _ids[value] = value.lower()
+                return known
         except ValueError:
             pass
     return hex_id(value, chars // 2)
+
+
+_ids: dict[Any, str] = {}  # id as read -> lowercase hex (valid hex ids only; bounded)
+_ids_get = _ids.get
 
 
 _fromhex = bytes.fromhex

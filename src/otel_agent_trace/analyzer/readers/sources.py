@@ -113,14 +113,16 @@ def line_base(raw: IO[bytes], start: int) -> int:
     if not start:
         return 0
     raw.seek(0)
+    buffer = bytearray(1 << 22)  # reused: no fresh pages per block
+    view = memoryview(buffer)
     count = 0
     left = start
     while left > 0:
-        block = raw.read(min(left, 1 << 23))
-        if not block:
+        size = raw.readinto(view[:min(left, len(buffer))])
+        if not size:
             break
-        count += block.count(b"\n")
-        left -= len(block)
+        count += buffer.count(b"\n", 0, size)
+        left -= size
     return count
 
 
