@@ -347,6 +347,7 @@ def test_trail_gaia_figures(tmp_path):
     types = r["precision by error type (precision set)"]
     assert types["fabricated_value"] == "26/27"  # the plan named a tool it never called
     assert types["fabricated_value (suspicion)"] == "17/31"  # kept out of the precision set
+    assert types["llm_error"] == "1/1"  # 1/2 while the step restating a failed model call was a second error
     readers = r["proven errors + their readers"]
     assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15
     assert readers["system_execution_found"] >= 16  # of 24 (was 0 for origin+chain, 8 for the baseline)
