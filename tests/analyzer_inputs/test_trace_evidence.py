@@ -131,6 +131,26 @@ def test_tool_called_with_unexpected_argument_is_the_models_error(tmp_path):
     assert finding.lifecycle.states["00000000000000d1"].reason == "restates the exception of a tool it ran"
 
 
+def test_failed_model_call_is_one_error_read_by_the_next_step(tmp_path):
+    spans = _agent([
+        span(T, "00000000000000d1", "00000000000000a1", "Step 1", 10, {OI: "CHAIN"}, status=2, events=[_exc(
+            "smolagents.utils.AgentGenerationError",
+            "Error in generating model output:\nlitellm.BadRequestError: OpenAIException - Error code: 400")]),
+        span(T, "00000000000000d2", "00000000000000d1", "LiteLLMModel.__call__", 11, {
+            OI: "LLM", "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "find it"},
+            status=2, events=[_exc("litellm.exceptions.BadRequestError", "Error code: 400 - invalid prompt")]),
+        span(T, "00000000000000d4", "00000000000000a1", "Step 2", 20, {OI: "CHAIN"}),
+        _llm("00000000000000d5", "00000000000000d4", 21, [("final_answer", '{"answer": "42"}')]),
+    ])
+    (finding,) = _analyze(tmp_path, spans).findings
+    errors = _errors(finding)
+    # one error, on the model call; the step's AgentGenerationError restates it
+    assert list(errors) == ["00000000000000d2"] and errors["00000000000000d2"][0] == "llm_error"
+    assert finding.lifecycle.states["00000000000000d1"].reason == "restates the exception of a model call it ran"
+    # the failed call decided nothing: the next step's model call is the decision that read the failure
+    assert finding.readers["00000000000000d2"].span_id == "00000000000000d5"
+
+
 def test_tool_retry_exceeded_on_bad_arguments_is_model_decision(tmp_path):
     extra = []
     for k in range(3):
@@ -313,7 +333,8 @@ def test_trail_gaia_figures(tmp_path):
     assert r["runs"] == 162  # the harness's trailing LLM call is no run (was 275)
     base = r["baseline: error-status/exception spans"]
     old = r["unrecovered errors, earliest first"]  # the main set before the suspicion split
-    assert (old["hit@1"], old["matched"], old["predicted"]) == (55, 134, 193)
+    # 193 before a step's AgentGenerationError stopped restating its failed model call as a second error
+    assert (old["hit@1"], old["matched"], old["predicted"]) == (55, 134, 192)
     proven = r["proven errors, TRAIL placement"]  # the precision set: no suspicions
     assert proven["precision"] >= 0.77 and proven["predicted"] <= 165  # 0.78 (126/162); was 0.69 (134/193)
     assert proven["precision"] > base["precision"] + 0.3
@@ -326,6 +347,7 @@ def test_trail_gaia_figures(tmp_path):
     types = r["precision by error type (precision set)"]
     assert types["fabricated_value"] == "26/27"  # the plan named a tool it never called
     assert types["fabricated_value (suspicion)"] == "17/31"  # kept out of the precision set
+    assert types["llm_error"] == "1/1"  # 1/2 while the step restating a failed model call was a second error
     readers = r["proven errors + their readers"]
     assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15
     assert readers["system_execution_found"] >= 16  # of 24 (was 0 for origin+chain, 8 for the baseline)

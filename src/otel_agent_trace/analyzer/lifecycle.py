@@ -15,7 +15,8 @@ did not flag every error type. This module derives, for every span of a run, a `
               any span marked `origin` online, with its recorded error type; an exception on a
               framework span, typed by `normalize/evidence.exception_kind` (format / arguments
               -> `invalid_arguments`, operation limit -> `tool_timeout`, ...), unless it restates
-              the exception of a tool it ran; a final answer no tool result supports
+              the exception of a tool it ran or of a model call it made (`restated_failures`);
+              a final answer no tool result supports
               (`fabricated_value`, `_unsupported_answer`: flag `plan_named_tool` when the
               model's own plan named a tool it then never called, else flag `suspicion`, an
               origin inferred without proof). `SpanState.reason` keeps the text
@@ -169,12 +170,23 @@ def exception_error_type(span: Span) -> str:
     return KIND_ERROR_TYPE.get(exception_kind(exc_type, message), ErrorType.TOOL_EXCEPTION.value)
 
 
-def failed_tool_parents(run: Run) -> set[str]:
-    """Parents of tool spans that raised: their own exception restates the tool's."""
-    out: set[str] = set()
-    for tool in run.tools:
-        if tool.parent_id and (tool.status_code == STATUS_ERROR or any(e.name == "exception" for e in tool.events)):
-            out.add(tool.parent_id)
+def _raised(span: Span) -> bool:
+    return span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)
+
+
+def restated_failures(run: Run) -> dict[str, str]:
+    """Framework spans whose own exception restates the failure of a span they ran, and what
+    that span was: the parent of a tool that raised (`tool`), the parent of a model call that
+    failed (`model call`, e.g. smolagents' `AgentGenerationError` on "Step N" wrapping the
+    provider's `BadRequestError`). The failed child is the origin; one error is not two."""
+    out: dict[str, str] = {}
+    for span in run.spans.values():
+        if not span.parent_id or span is run.root or not _raised(span):
+            continue
+        if is_tool_span(span):
+            out[span.parent_id] = "tool"
+        elif chat_is_error(span):
+            out.setdefault(span.parent_id, "model call")
     return out
 
 
@@ -229,7 +241,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             life.origins.add(span.span_id)
             st.reason = "recorded"
     definitions = tool_definitions(run)
-    restating = failed_tool_parents(run)
+    restating = restated_failures(run)
     for span in spans:
         derived_type: str | None = None
         reason = ""
@@ -261,10 +273,10 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
         elif span is not run.root and (span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)):
             # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
             # running the model's code): the exception type says what kind of error it was. When
-            # a tool under it raised, its exception restates the tool's: the tool is the origin.
+            # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
             if span.span_id in restating:
                 st = life.state(span.span_id)
-                st.reason = "restates the exception of a tool it ran"
+                st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
                 if not st.phase:
                     st.phase, st.derived = Phase.PROPAGATE.value, True
                 continue

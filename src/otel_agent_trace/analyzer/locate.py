@@ -32,7 +32,7 @@ from otel_agent_trace.analyzer.lifecycle import Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import ERROR_TYPE, GEN_AI_TOOL_NAME, STRONG_RELATIONS, Phase, Relation
+from otel_agent_trace.model import ERROR_TYPE, GEN_AI_TOOL_NAME, STRONG_RELATIONS, ErrorType, Phase, Relation
 
 STATUS_ERROR = 2
 WEAK_HOP_FACTOR = 0.9
@@ -118,7 +118,7 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     live = [run.spans[s] for s in life.origins - life.recovered if s in run.spans]
     finding.errors = sorted(live, key=lambda s: (s.start_ns, s.span_id))
     for sid in life.origins:
-        reader = reader_of(run, graph, run.spans[sid]) if sid in run.spans else None
+        reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
         if reader is not None:
             finding.readers[sid] = reader
     if critical is None:
@@ -165,11 +165,12 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     return finding
 
 
-def reader_of(run: Run, graph: Graph, span: Span) -> Span | None:
+def reader_of(run: Run, graph: Graph, span: Span, life: Lifecycle | None = None) -> Span | None:
     """The step that read an error: one with a `consumes` edge to it (or to a tool it ran), else
     the first step that started after it ended. None for a step's own error (it is the decision)
-    and when no step follows."""
-    if span in run.steps:
+    and when no step follows, except a model call that failed (`llm_error`): it returned nothing,
+    so it decided nothing; the next step is the first decision made knowing of the failure."""
+    if span in run.steps and not (life is not None and life.error_type(span.span_id) == ErrorType.LLM_ERROR.value):
         return None
     steps = acting_steps(run)
     step_ids = {s.span_id for s in steps}
