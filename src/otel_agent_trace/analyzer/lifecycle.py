@@ -84,6 +84,14 @@ class Lifecycle:
     recovered: set[str] = field(default_factory=set)
     tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
     derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
+    call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
+
+    def call_key(self, span: Span) -> tuple[str, str]:
+        """`_call_key` of a tool span, computed once per run (loops and the metrics both ask)."""
+        key = self.call_keys.get(span.span_id)
+        if key is None:
+            key = self.call_keys[span.span_id] = _call_key(span)
+        return key
 
     def state(self, span_id: str) -> SpanState:
         return self.states.setdefault(span_id, SpanState())
@@ -324,11 +332,14 @@ def _call_key(span: Span) -> tuple[str, str]:
 def _loops(run: Run, life: Lifecycle) -> None:
     if any(life.error_type(s.span_id) == ErrorType.LOOP_DETECTED.value for s in run.steps):
         return
+    calls = [t for t in run.tools if t.span_id not in life.origins]
+    # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
+    per_name = Counter(str(t.attr(GEN_AI_TOOL_NAME) or t.name) for t in calls)
     counts: Counter[tuple[str, str]] = Counter()
-    for tool in run.tools:
-        if tool.span_id in life.origins:
-            continue  # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
-        key = _call_key(tool)
+    for tool in calls:
+        if per_name[str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)] < LOOP_THRESHOLD:
+            continue  # too few calls of this tool to loop: no need to canonicalize its arguments
+        key = life.call_key(tool)
         counts[key] += 1
         if counts[key] == LOOP_THRESHOLD:
             parent = run.spans.get(tool.parent_id or "")
@@ -424,6 +435,8 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
 
 def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     """Recovered origins; derive retry_of edges when the trace has none."""
+    if not life.origins:
+        return  # nothing failed: nothing to retry or recover
     has_retry_edges = any(rel == Relation.RETRY_OF.value for edges in graph.edges.values() for _, rel in edges)
     if not has_retry_edges:
         last_failed: dict[str, str] = {}
@@ -457,6 +470,9 @@ def _propagate(run: Run, graph: Graph, life: Lifecycle) -> None:
     """Taint flows forward along every dependency except retry_of, from unrecovered origins."""
     live = {s for s in life.origins if s not in life.recovered}
     tainted = set(live)
+    if not live:
+        life.tainted = tainted
+        return
     order = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
     changed = True
     while changed:

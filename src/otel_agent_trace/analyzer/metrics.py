@@ -125,12 +125,14 @@ def run_metrics(f: Finding) -> RunMetrics:
     tools: list[tuple[str, bool]] = []
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
-    for tool in run.tools:
-        name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+    names = [str(tool.attr(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
+    per_name = Counter(names)
+    for tool, name in zip(run.tools, names):
         etype = life.error_type(tool.span_id) if life else None
         origin = bool(life and tool.span_id in life.origins)
         tools.append((name, origin and etype not in WRONG_TOOL_TYPES))
-        key = _call_key(tool)
+        # a tool called once cannot repeat a call: its arguments need no canonical form
+        key = (life.call_key(tool) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
             wrong += 1
         if not origin:
