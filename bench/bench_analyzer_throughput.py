@@ -11,7 +11,9 @@ process so that peak RSS (ru_maxrss) is the phase's own:
 - analyze: analyze(): the same, keeping every finding (the library API);
 - cli:     `otel-agent-trace analyze FILE --format json -o /dev/null` end to end (streaming: each
            trace analysed once complete in the file, each finding reduced to its report fields as
-           it comes), timed and measured in a child process.
+           it comes; the file cut in chunks analysed by one process per core), timed and measured
+           in a child process (peak RSS: the largest process, not their sum);
+- cli1:    the same with `--jobs 1` (one process).
 Each phase runs `--repeat` times, interleaved with the others; the median is reported, and its
 share of the median raw speed (the machine is noisy: compare ratios of the same run).
 """
@@ -49,9 +51,10 @@ def phase(name: str, path: str, budget_mb: int) -> dict:
         gc.disable()
         for _ in read_file(path, InputReport(path)):
             count += 1
-    elif name == "cli":
+    elif name in ("cli", "cli1"):
         proc = subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", path, "--format", "json",
-                               "-o", os.devnull, "--memory-budget", str(budget_mb), "--progress", "never"])
+                               "-o", os.devnull, "--memory-budget", str(budget_mb), "--progress", "never",
+                               "--jobs", "1" if name == "cli1" else "0"])
         if proc.returncode not in (0, 1):
             raise SystemExit(f"cli exited {proc.returncode}")
         seconds = time.perf_counter() - start
@@ -81,7 +84,7 @@ def main() -> None:
     parser.add_argument("--budget-mb", type=int, default=256)
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=3, help="runs per phase (interleaved); the median is reported")
-    parser.add_argument("--phases", default="raw,read,group,analyze,cli")
+    parser.add_argument("--phases", default="raw,read,group,analyze,cli1,cli")
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(phase(args.phase, args.file, args.budget_mb)))

@@ -116,3 +116,22 @@ def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch)
     monkeypatch.setattr(analysis, "locate", broken)
     with pytest.raises(RuntimeError, match="analysis bug"):
         analyze_reduced([path], jobs=2, min_chunk_bytes=500)
+
+
+def test_a_worker_that_dies_is_an_error_not_a_missing_chunk(tmp_path, monkeypatch):
+    import os
+    import time
+
+    path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
+    parent = os.getpid()
+    real = chunks.analyse_chunk
+
+    def dying(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(3)  # killed: no exception, no result
+        time.sleep(0.3)  # (so that the worker surely takes a chunk)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chunks, "analyse_chunk", dying)
+    with pytest.raises(RuntimeError, match="worker process died"):
+        analyze_reduced([path], jobs=2, min_chunk_bytes=500)

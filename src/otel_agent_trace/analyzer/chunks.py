@@ -288,13 +288,17 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
             taken.value += 1
         return index
 
-    def analyse(index: int) -> ChunkResult:
+    def analyse(index: int, shown: bool = False) -> ChunkResult:
         chunk = chunks[index]
         seen = [chunk.start]
+        if shown:
+            progress.file(chunk.path, 0)  # the label: the input this process is reading
 
         def advance(position: int) -> None:
             read.value += position - seen[0]
             seen[0] = position
+            if shown:  # this process draws the bar for everyone
+                progress.update(read.value)
 
         return analyse_chunk(chunk, rules, reduce, budget, advance)
 
@@ -315,8 +319,7 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
     try:
         index = take()
         while index < len(chunks):
-            out[index] = analyse(index)
-            progress.update(read.value)
+            out[index] = analyse(index, shown=True)
             index = take()
         while len(out) < len(chunks):
             try:
@@ -329,6 +332,7 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
             if error is not None:
                 raise error
             out[index] = result
+        progress.update(read.value)
     except BaseException:
         for worker in workers:  # (one may be blocked writing a result nobody will read)
             worker.terminate()
