@@ -108,10 +108,18 @@ def test_any_cut_of_the_input_gives_the_batch_report(tmp_path, order, jobs):
 
 
 def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch):
+    import os
+    import time
+
     path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
+    parent = os.getpid()
+    real = analysis.locate
 
     def broken(*args, **kwargs):
-        raise RuntimeError("analysis bug")
+        if os.getpid() != parent:
+            raise RuntimeError("analysis bug")
+        time.sleep(0.3)  # (so that the worker surely takes a chunk)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(analysis, "locate", broken)
     with pytest.raises(RuntimeError, match="analysis bug"):
