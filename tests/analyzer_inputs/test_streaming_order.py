@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from inputs_support import failing_run, line, span
 
 from otel_agent_trace.analyzer import analysis, chunks
@@ -143,3 +145,35 @@ def test_a_worker_that_dies_is_an_error_not_a_missing_chunk(tmp_path, monkeypatc
     monkeypatch.setattr(chunks, "analyse_chunk", dying)
     with pytest.raises(RuntimeError, match="worker process died"):
         analyze_reduced([path], jobs=2, min_chunk_bytes=500)
+
+
+def _cut_in_process(paths: list[str], pieces: int, min_chunk: int) -> dict:
+    """The merge of `pieces`-way cut chunks, all analysed in this process (what workers would do)."""
+    from otel_agent_trace.analyzer.report.json_report import summarize
+
+    def reduce(finding):
+        return summarize(finding, False)
+
+    plan = chunks.plan(paths, pieces, min_chunk)
+    results = chunks.run_chunks(plan, 1, None, reduce, 256 << 20, analysis.Progress(1, enabled=False))
+    out = analysis.Reduced()
+    chunks.merge(plan, results, paths, None, reduce, out)
+    out.runs.sort(key=lambda r: r.key)
+    analysis.canonical_notes(out.inputs)
+    return to_dict(out)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), per_line=st.integers(1, 7), pieces=st.integers(2, 9),
+       min_chunk=st.integers(200, 3000), junk=st.booleans())
+def test_any_cut_anywhere_gives_the_batch_report(tmp_path_factory, seed, per_line, pieces, min_chunk, junk):
+    rng = random.Random(seed)
+    spans = _spans()
+    rng.shuffle(spans)
+    lines = [line(spans[i:i + per_line]) for i in range(0, len(spans), per_line)]
+    if junk:  # bad lines and a duplicate span land in some chunk: reported once, at their line
+        lines.insert(rng.randrange(len(lines)), '{"resourceSpans": [tru\n')
+        lines.insert(rng.randrange(len(lines)), line([spans[0]]))
+    path = tmp_path_factory.mktemp("cut") / "t.jsonl"
+    path.write_text("".join(lines))
+    assert _cut_in_process([str(path)], pieces, min_chunk) == to_dict(analyze([str(path)]))
