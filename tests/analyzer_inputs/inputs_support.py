@@ -51,3 +51,15 @@ def failing_run(n: int) -> list[dict[str, Any]]:
 
 def ids(n: int) -> dict[str, str]:
     return {k: f"{n + 1:08x}{i:08x}" for i, k in enumerate(("run", "s0", "tool", "s1"), start=1)}
+
+
+def healthy_run(n: int) -> list[dict[str, Any]]:
+    """`failing_run` whose lookup finds the order and whose run ends well: nothing to report."""
+    spans = failing_run(n)
+    tool, s0, s1, root = (dict(s) for s in spans)
+    tool["attributes"] = [a for a in tool["attributes"] if a["key"] not in ("gen_ai.tool.call.result", "agent_trace.tool.outcome")]
+    tool["attributes"] += [{"key": "gen_ai.tool.call.result", "value": {"stringValue": '{"order": "A-1", "amount": 12}'}},
+                           {"key": "agent_trace.tool.outcome", "value": {"stringValue": "ok"}}]
+    root["attributes"] = [a for a in root["attributes"] if not a["key"].startswith("agent_trace.")]
+    root["status"] = {}
+    return [tool, s0, s1, root]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from inputs_support import failing_run, line, span
+from inputs_support import failing_run, healthy_run, line, span
 
 from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
 from otel_agent_trace.analyzer.enrich import apply_rules
@@ -46,3 +46,39 @@ def test_cli_json_lists_warnings(tmp_path, capsys):
     assert cli_main(["analyze", path, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert any("orphan" in w["reason"] for w in report["inputs"][0]["warnings"])
+
+
+def test_a_fleet_report_groups_failures_and_shows_examples(tmp_path):
+    """Past html.DETAIL_ALL_RUNS runs, failed runs are grouped by signature: every one is listed,
+    EXAMPLES_PER_GROUP of each group get a full section, healthy runs none; streaming and batch
+    render the same page."""
+    import re
+
+    from otel_agent_trace.analyzer.report.html import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP
+
+    failing = list(range(0, 40))
+    healthy = list(range(40, 40 + DETAIL_ALL_RUNS))
+    lines = [line(failing_run(n)) for n in failing]
+    lines += [line(healthy_run(n)) for n in healthy]
+    path = tmp_path / "fleet.jsonl"
+    path.write_text("".join(lines))
+    full, reduced = analyze([str(path)]), analyze_reduced([str(path)], html=True)
+    page = html.render(reduced, to_dict(reduced))
+    assert page == html.render(full, to_dict(full))
+    data = to_dict(full)
+    failed = [r for r in data["runs"] if r["status"] == "failed"]
+    assert len(failed) == len(failing) and len(data["runs"]) > DETAIL_ALL_RUNS
+    assert "Failure groups" in page
+    groups = {html.signature(r) for r in failed}
+    sections = re.findall(r"<section class='run (\w+)' id='run-(\w+)-(\w+)'", page)
+    assert len(sections) == min(EXAMPLES_PER_GROUP, len(failed)) * len(groups)
+    assert {kind for kind, *_ in sections} == {"failed"}
+    assert all(r["trace_id"] in page for r in failed)  # every failed run is listed
+
+
+def test_a_small_report_shows_every_run(tmp_path):
+    path = _file(tmp_path)
+    reduced = analyze_reduced([path], html=True)
+    page = html.render(reduced, to_dict(reduced))
+    assert "Failure groups" not in page
+    assert page.count("<section class='run ") == len(to_dict(reduced)["runs"])

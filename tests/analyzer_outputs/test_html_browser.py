@@ -90,3 +90,34 @@ def test_console_errors_would_be_caught(tmp_path):
     page.write_text("<html><body><script>undefinedFunction();</script></body></html>")
     dom = _browser(tmp_path, "--dump-dom", page.as_uri())
     assert any("Uncaught" in line for line in dom.stderr.splitlines())
+
+
+def test_a_fleet_report_renders_in_chromium(demo, tmp_path, capsys):
+    """Past html.DETAIL_ALL_RUNS runs (the demo's four tickets copied under 30 trace ids each): the
+    failure groups page renders, its script runs, no console errors, and only examples get sections."""
+    import json
+    import re
+
+    from otel_agent_trace.analyzer.report.html import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP
+
+    lines = Path(demo).read_text().splitlines()
+    traces = sorted({s["traceId"] for ln in lines for rs in json.loads(ln)["resourceSpans"]
+                     for ss in rs["scopeSpans"] for s in ss["spans"]})
+    copies = []
+    for k in range(30):
+        for ln in lines:
+            for t in traces:
+                ln = ln.replace(t, f"{k:04x}{t[4:]}")
+            copies.append(ln)
+    fleet = tmp_path / "fleet.jsonl"
+    fleet.write_text("\n".join(copies) + "\n")
+    page = tmp_path / "fleet.html"
+    assert cli_main(["analyze", "--format", "html", "-o", str(page), str(fleet)]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert 30 * len(traces) > DETAIL_ALL_RUNS and "Failure groups" in text
+    groups = len(re.findall(r"<details(?: open)?><summary>\d+ × ", text))
+    assert text.count("<section class='run ") == groups * EXAMPLES_PER_GROUP
+    dom = _browser(tmp_path, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0 and 'data-ready="1"' in dom.stdout, dom.stderr[-2000:]
+    assert [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []

@@ -344,8 +344,16 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
     files = expand(paths)
     remotes = list(remotes)
 
+    from otel_agent_trace.analyzer.report.html import DETAIL_ALL_RUNS
+
+    healthy_sections = [0]  # per process: each renders at most DETAIL_ALL_RUNS sections of runs that did not fail
+
     def reduce(finding: Finding) -> RunSummary:
-        return summarize(finding, html)
+        # a report of more runs shows failed runs only in full (report.html), so no section is
+        # rendered (and held) for the others past that count
+        section = html and (finding.failed or healthy_sections[0] < DETAIL_ALL_RUNS)
+        healthy_sections[0] += html and not finding.failed
+        return summarize(finding, section)
 
     if progress is None:
         progress = Progress(sum(_size(p) for p in files))

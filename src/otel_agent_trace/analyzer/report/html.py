@@ -65,16 +65,86 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
              f"<header><h1>Agent trace analysis</h1><p>{s['runs']} run(s), {s['failed_runs']} failed, "
              f"{s['avg_steps_per_run']:.1f} steps per run on average</p></header><main>"]
     parts.append(_fleet(m, data))
-    parts.append(_legend())
     if isinstance(analysis, Reduced):  # the streaming CLI: each run's section was rendered as it came
-        parts.extend(r.html if r.html is not None else _run(r.data, None) for r in analysis.runs)
+        rendered = {_key(r.data): r.html for r in analysis.runs}
+
+        def section(run: dict[str, Any]) -> str:
+            return rendered.get(_key(run)) or _run(run, None)
     else:
-        findings = {f.run.root.span_id: f for f in analysis.findings}
-        for run in data["runs"]:
-            finding = findings.get(run["run_span_id"])
-            parts.append(_run(run, finding))
+        findings = {(f.run.trace_id, f.run.root.span_id): f for f in analysis.findings}
+
+        def section(run: dict[str, Any]) -> str:
+            return _run(run, findings.get(_key(run)))
+    runs = data["runs"]
+    if len(runs) <= DETAIL_ALL_RUNS:
+        parts.append(_legend())
+        parts.extend(section(run) for run in runs)
+    else:
+        shown = _examples(runs)
+        parts.append(_failure_groups(runs, shown))
+        parts.append(_legend())
+        parts.extend(section(run) for run in runs if _key(run) in shown)
     parts.append(f"</main><script>{JS}</script></body></html>")
     return "".join(parts) + "\n"
+
+
+# A fleet report keeps a browser fast: up to DETAIL_ALL_RUNS runs every run gets its section
+# (timeline, graph, chains, replay); above, failed runs are grouped by failure signature, every
+# failed run is a row of its group's table, and EXAMPLES_PER_GROUP runs per group get a section
+# (a 9,000-run file gave a 64 MB page that took 34 s to load in headless Chromium).
+DETAIL_ALL_RUNS = 100
+EXAMPLES_PER_GROUP = 3
+
+
+def signature(run: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What makes two failed runs the same failure: rules fired, origin error type and where
+    (the tool, or the kind of span without its step number), bug class."""
+    rules = "+".join(dict.fromkeys(x["rule_id"] for x in run.get("rules") or ())) or "-"
+    origin = run.get("origin") or {}
+    where = origin.get("tool") or " ".join(w for w in str(origin.get("span_name") or "-").split() if not w.isdigit())
+    return rules, str(origin.get("error_type") or "-"), where, str(run.get("bug_class") or "-")
+
+
+def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        if run["status"] == "failed":
+            groups.setdefault(signature(run), []).append(run)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def _key(run: dict[str, Any]) -> tuple[str, str]:
+    return run["trace_id"], run["run_span_id"]
+
+
+def _examples(runs: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The runs that get a section: the first EXAMPLES_PER_GROUP of each failure group."""
+    return {_key(r) for group in _groups(runs).values() for r in group[:EXAMPLES_PER_GROUP]}
+
+
+def _failure_groups(runs: list[dict[str, Any]], shown: set[tuple[str, str]]) -> str:
+    groups = _groups(runs)
+    failed = sum(len(g) for g in groups.values())
+    out = [f"<h2>Failure groups</h2><p>{len(runs)} runs: {failed} failed in {len(groups)} group(s) of the same "
+           f"rules, origin and bug class. The first {EXAMPLES_PER_GROUP} runs of each group are shown in full below; "
+           "every failed run is listed. <code>otel-agent-trace show TRACE_ID FILE</code> replays any run.</p>"]
+    for n, ((rules, etype, where, bug), members) in enumerate(groups.items(), start=1):
+        found = (f"origin <code>{E(etype)}</code> at <code>{E(where)}</code>" if (etype, where) != ("-", "-")
+                 else "no origin found")
+        pill = f"<span class='pill p-{E(bug)}'>{E(bug)}</span>" if bug != "-" else ""
+        out.append(f"<details{' open' if n <= 5 else ''}><summary>{len(members)} × <code>{E(rules)}</code> — {found}"
+                   f"{pill}</summary><table><tr><th>trace</th><th>agent</th><th>steps</th><th>origin step</th>"
+                   "<th>confidence</th></tr>")
+        for run in members:
+            trace = E(run["trace_id"])
+            link = f"<a href='#run-{trace}-{E(run['run_span_id'])}'>{trace}</a>" if _key(run) in shown else trace
+            origin = run.get("origin") or {}
+            conf = "" if run.get("confidence") is None else f"{run['confidence']:.2f}"
+            out.append(f"<tr><td><code>{link}</code></td><td>{E(run['agent'] or '')}</td><td class='num'>{run['steps']}</td>"
+                       f"<td class='num'>{'' if origin.get('step_index') is None else origin['step_index']}</td>"
+                       f"<td class='num'>{conf}</td></tr>")
+        out.append("</table></details>")
+    return "".join(out)
 
 
 def _fleet(m: dict[str, Any], data: dict[str, Any]) -> str:
@@ -131,7 +201,7 @@ def _run(run: dict[str, Any], finding: Finding | None) -> str:
         o = run["origin"]
         conf = f" (confidence {run['confidence']:.2f})" if run.get("confidence") is not None else ""
         origin = f" — origin: step {o['step_index']} <code>{E(o['span_name'])}</code> {E(o['error_type'] or '')}{conf}"
-    out = [f"<section class='run {'failed' if failed else 'ok'}' id='run-{E(run['trace_id'])}'>",
+    out = [f"<section class='run {'failed' if failed else 'ok'}' id='run-{E(run['trace_id'])}-{E(run['run_span_id'])}'>",
            f"<details{' open' if failed else ''}><summary>{pill}{bug} {E(run['agent'] or 'agent')} "
            f"<code>{E(run['trace_id'])}</code> · {run['steps']} steps{origin}</summary>"]
     if failed and run["critical"]:
