@@ -4,18 +4,27 @@ Public surface: `AgentTraceInstrumentor` (what `opentelemetry-instrument` loads)
 (mark a run in code), `tool` (record a tool explicitly), `AgentTraceConfig`.
 """
 
-from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.errors import AgentBudgetExceeded
-from otel_agent_trace.recorder.runs import agent_run
-from otel_agent_trace.tools.decorator import tool
 from otel_agent_trace.version import __version__
 
 __all__ = ["AgentBudgetExceeded", "AgentTraceConfig", "AgentTraceInstrumentor", "agent_run", "tool", "__version__"]
 
+# Loaded on first use: the instrumentor pulls in opentelemetry-instrumentation, the recorder the
+# SDK; the analyzer's CLI (which imports this package first) needs none of them.
+_LAZY = {
+    "AgentTraceInstrumentor": ("otel_agent_trace.instrumentor", "AgentTraceInstrumentor"),
+    "AgentTraceConfig": ("otel_agent_trace.config", "AgentTraceConfig"),
+    "agent_run": ("otel_agent_trace.recorder.runs", "agent_run"),
+    "tool": ("otel_agent_trace.tools.decorator", "tool"),
+}
 
-def __getattr__(name: str):  # the instrumentor pulls in opentelemetry-instrumentation: load on use
-    if name == "AgentTraceInstrumentor":
-        from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
-        return AgentTraceInstrumentor
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
     raise AttributeError(name)

@@ -57,7 +57,6 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
 
     `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then)."""
     from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, analyze_reduced, expand
-    from otel_agent_trace.analyzer.readers.remote import parse_duration
 
     remotes = []
     if args.jaeger:
@@ -69,6 +68,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
         remotes.append(Remote("tempo", args.tempo, traceql=args.traceql,
                               lookback=args.lookback if args.lookback != "1h" else None, limit=args.limit))
     if args.jaeger or args.tempo:
+        from otel_agent_trace.analyzer.readers.remote import parse_duration
+
         try:
             parse_duration(args.lookback)
         except ValueError as exc:
