@@ -370,7 +370,10 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
                 if enabled:
                     gc.enable()
     else:
-        plan = chunks.plan(files, jobs, *(() if min_chunk_bytes is None else (min_chunk_bytes,)))
+        smallest = chunks.MIN_CHUNK_BYTES if min_chunk_bytes is None else min_chunk_bytes
+        if sum(_size(p) for p in files) < smallest:
+            jobs = 1  # a small input is read faster than a worker starts
+        plan = chunks.plan(files, jobs, smallest)
         results = chunks.run_chunks(plan, jobs, rules, reduce, budget_bytes, progress)
         chunks.merge(plan, results, files, rules, reduce, out)
     out.runs.sort(key=lambda r: r.key)
