@@ -26,10 +26,11 @@ NAIVE = [re.compile(p) for p in (
     r"sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+",
 )]
 
+WORDS_CJK = ["客户", "询问", "订单", "状态", "退款", "配送", "地址", "发票", "付款", "工具", "返回", "结果", "请", "检查", "账户", "余额", "最新", "用户", "总结", "。", "，"]
 WORDS = ["the", "customer", "asked", "about", "order", "status", "refund", "shipping", "address", "invoice", "payment", "tool", "returned", "empty", "result", "please", "check", "account", "balance", "latest", "orders", "for", "this", "user", "and", "summarize"]
 
 
-def context(rnd: random.Random, size: int = 8192, pii: float = 0.004) -> str:
+def context(rnd: random.Random, size: int = 8192, pii: float = 0.004, words: list[str] = WORDS) -> str:
     """Agent-like text: prose, JSON tool results with ids/amounts/timestamps, a little PII."""
     out: list[str] = []
     total = 0
@@ -45,7 +46,7 @@ def context(rnd: random.Random, size: int = 8192, pii: float = 0.004) -> str:
         elif r < 0.08:
             piece = str(rnd.randint(1, 10**5))
         else:
-            piece = rnd.choice(WORDS)
+            piece = rnd.choice(words)
         out.append(piece)
         total += len(piece) + 1
     return " ".join(out)[:size]
@@ -74,6 +75,7 @@ def main() -> None:
     texts = [context(rnd) for _ in range(args.runs)]  # all distinct: "new text" every run
     rows = [("naive re, 6 patterns (baseline)", median_ms(naive, texts))]
     rows.append(("detectors, pure re", median_ms(detectors.find_all, texts)))
+    fast = None
     try:
         from otel_agent_trace.processor.fast_scan import FastScanner
 
@@ -83,6 +85,13 @@ def main() -> None:
         rows.append(("detectors, hyperscan front end", float("nan")))
     red = Redactor(key="bench")
     rows.append(("Redactor.text (scan + pseudonyms), new text", median_ms(lambda t: red.text(t + "\n"), texts)))
+    # non-ASCII text: Chinese prose around the same JSON, numbers and PII (8192 characters)
+    cjk = [context(rnd, words=WORDS_CJK) for _ in range(args.runs)]
+    rows.append(("non-ASCII text: detectors, pure re", median_ms(detectors.find_all, cjk)))
+    if fast is not None:
+        rows.append(("non-ASCII text: detectors, hyperscan front end", median_ms(fast, cjk)))
+    red = Redactor(key="bench")
+    rows.append(("non-ASCII text: Redactor.text, new text", median_ms(lambda t: red.text(t + "\n"), cjk)))
 
     # per agent step: the growing message list re-appears in every step, as JSON
     step_times = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+import unicodedata
 
 from otel_agent_trace.processor.detectors import _CN_CHECK, _CN_WEIGHTS
 
@@ -117,6 +118,59 @@ def iban(rnd: random.Random) -> str:
     return value
 
 
+def iban_any_case(rnd: random.Random) -> str:
+    value = iban(rnd)
+    if rnd.random() < 0.5:
+        return value.lower()
+    return "".join(c.lower() if rnd.random() < 0.5 else c for c in value)
+
+
+# Digits of other scripts (category Nd): Arabic-Indic, Extended Arabic-Indic, Devanagari, Bengali,
+# Thai, full-width, mathematical bold (outside the BMP).
+_DIGIT_ZEROS = [0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0xFF10, 0x1D7CE]
+
+
+def widen(rnd: random.Random, value: str) -> str:
+    """`value` written with full-width forms, U+3000 separators and/or non-ASCII digits."""
+    style = rnd.randint(0, 3)
+    zero = rnd.choice(_DIGIT_ZEROS)
+    out = []
+    for c in value:
+        if c == " ":
+            out.append("\u3000" if rnd.random() < 0.5 else c)
+        elif style == 0 and "!" <= c <= "~":  # full-width, separators and letters too
+            out.append(chr(ord(c) + 0xFEE0))
+        elif c.isdigit() and (style == 1 or (style == 2 and rnd.random() < 0.5)):
+            out.append(chr(zero + int(c)))
+        elif style == 3 and "!" <= c <= "~" and rnd.random() < 0.5:  # mixed: every character at random
+            out.append(chr(ord(c) + 0xFEE0) if not c.isdigit() or rnd.random() < 0.5 else chr(zero + int(c)))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def ascii_form(value: str) -> str:
+    """The ASCII text of a widened value (NFKC for full-width forms, then each script's digits)."""
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c
+                   for c in unicodedata.normalize("NFKC", value))
+
+
+def wide_phone(rnd: random.Random) -> str:
+    return widen(rnd, rnd.choice([cn_mobile, intl_phone, nanp_phone])(rnd))
+
+
+def wide_email(rnd: random.Random) -> str:
+    return widen(rnd, email(rnd))
+
+
+def wide_card(rnd: random.Random) -> str:
+    return widen(rnd, card(rnd))
+
+
+def wide_cn_id(rnd: random.Random) -> str:
+    return widen(rnd, cn_id(rnd))
+
+
 def secret(rnd: random.Random) -> str:
     kind = rnd.randint(0, 4)
     if kind == 0:
@@ -133,9 +187,18 @@ def secret(rnd: random.Random) -> str:
 DETECTORS = {
     "cn_mobile": cn_mobile, "intl_phone": intl_phone, "nanp_phone": nanp_phone, "email": email, "card": card,
     "cn_id": cn_id, "ipv4": ipv4, "ipv6": ipv6, "iban": iban, "secret": secret,
+    # the same kinds written otherwise: full-width / other scripts' digits, IBANs in any case
+    "wide_phone": wide_phone, "wide_email": wide_email, "wide_card": wide_card, "wide_cn_id": wide_cn_id,
+    "iban_any_case": iban_any_case,
 }
 
 
 def sensitive_part(value: str) -> str:
     """The part of a seeded value that must not appear in the output."""
     return value.removeprefix("Bearer ")
+
+
+def sensitive_forms(value: str) -> set[str]:
+    """The seeded value as written and in ASCII: neither may appear in the output."""
+    part = sensitive_part(value)
+    return {part, ascii_form(part)}

@@ -1,13 +1,17 @@
 """Detectors find every format of every kind, and leave ids, hashes, times and counts alone."""
 
 import random
+import re
+import unicodedata
+import uuid
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from processor_corpus import DETECTORS, sensitive_part
 
-from otel_agent_trace.processor.detectors import card_ok, cn_id_ok, find_all, iban_ok
+from otel_agent_trace.processor.detectors import IBAN_BBAN, card_ok, cn_id_ok, find_all, fold, iban_ok
+from otel_agent_trace.processor.redaction import Redactor
 
 
 @settings(max_examples=50, derandomize=True, deadline=None, database=None)
@@ -67,3 +71,138 @@ def test_fast_scanner_finds_exactly_what_pure_re_finds():
         text = rnd.choice([" ", ", ", "\n", " | "]).join(parts)
         assert fast(text) == find_all(text), text
     assert fast("naïve café +86 138 1234 5678 ünïcode") == find_all("naïve café +86 138 1234 5678 ünïcode")
+
+
+# --- non-ASCII digits and full-width forms ----------------------------------------------------
+def _scanners():
+    out = [find_all]
+    try:
+        from otel_agent_trace.processor.fast_scan import FastScanner
+
+        out.append(FastScanner())
+    except ImportError:  # pragma: no cover - no hyperscan wheel here
+        pass
+    return out
+
+
+SCANNERS = _scanners()
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(st.text())
+def test_fold_keeps_every_offset_and_leaves_ascii_alone(text):
+    folded = fold(text)
+    assert len(folded) == len(text)
+    for a, b in zip(text, folded):
+        assert a == b or (b.isascii() and (a.isdecimal() or "\uff01" <= a <= "\uff5e" or a == "\u3000"))
+    assert fold(text.encode("ascii", "ignore").decode()) == text.encode("ascii", "ignore").decode()
+
+
+def test_fold_maps_every_unicode_digit_and_full_width_form():
+    for code in range(0x110000):
+        ch = chr(code)
+        if ch.isdecimal():
+            assert fold(ch) == str(unicodedata.decimal(ch)), hex(code)
+    assert fold("".join(map(chr, range(0xFF01, 0xFF5F)))) == "".join(map(chr, range(0x21, 0x7F)))
+    assert fold("\u3000") == " "
+
+
+@pytest.mark.parametrize("scan", SCANNERS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize(("text", "kind", "ascii"), [
+    ("１３８００１３８０００", "PHONE", "13800138000"),
+    ("+86\u3000138\u30001234\u30005678", "PHONE", "+86 138 1234 5678"),
+    ("١٣٨١٢٣٤٥٦٧٨", "PHONE", "13812345678"),  # Arabic-Indic
+    ("+४४ २० ७९४६ ०९५८", "PHONE", "+44 20 7946 0958"),  # Devanagari
+    ("ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ", "EMAIL", "john@example.com"),
+    ("４１１１ １１１１ １１１１ １１１１", "CARD", "4111111111111111"),
+    ("１１０１０５１９４９１２３１００２Ｘ", "CN_ID", "11010519491231002X"),
+    ("ｄｅ８９ ３７０４ ００４４ ０５３２ ０１３０ ００", "IBAN", "DE89370400440532013000"),
+    ("de89 3704 0044 0532 0130 00", "IBAN", "DE89370400440532013000"),
+])
+def test_folded_value_is_found_with_the_pseudonym_of_its_ascii_form(scan, text, kind, ascii):
+    for template in ("{}", "call {} now", "（{}）"):
+        found = scan(template.format(text))
+        assert [f.kind for f in found] == [kind]
+        hit = template.format(text)[found[0].start:found[0].end]
+        # the whole value, at most with a bracket of the template around it (as for ASCII)
+        assert text in hit and set(hit.replace(text, "", 1)) <= set("（）"), hit
+    norm = scan(text)[0].norm
+    assert norm == scan(ascii)[0].norm
+    red = Redactor(key="k")
+    assert red.text(f"x {text} y") == red.text(f"x {ascii} y")
+
+
+# --- IBANs in any case ------------------------------------------------------------------------
+_KNOWN_IBANS = [  # examples of the IBAN registry
+    "DE89370400440532013000", "GB29NWBK60161331926819", "FR1420041010050500013M02606", "NL91ABNA0417164300",
+    "BE68539007547034", "CH9300762011623852957", "ES9121000418450200051332", "IT60X0542811101000000123456",
+    "NO9386011117947", "AT611904300234573201", "PL61109010140000071219812874", "SE4550000000058398257466",
+]
+
+
+def _valid_iban(country: str, bban: str) -> str:
+    check = 98 - int("".join(str(int(c, 36)) for c in bban + country + "00")) % 97
+    return f"{country}{check:02d}{bban}"
+
+
+def test_validators_any_case():
+    for value in _KNOWN_IBANS:
+        assert iban_ok(value) and iban_ok(value.lower()) and iban_ok(value[:2] + value[2:].lower())
+        bad = value[:-1] + str((int(value[-1], 36) + 1) % 10)
+        assert not iban_ok(bad.lower())
+    assert len(IBAN_BBAN) == 89
+    # check digits right, but lower case outside the registry: not enough (in capitals it is)
+    assert not iban_ok(_valid_iban("DE", "8" * 17).lower()) and iban_ok(_valid_iban("DE", "8" * 17))
+    assert not iban_ok(_valid_iban("XX", "8" * 18).lower()) and iban_ok(_valid_iban("XX", "8" * 18))
+    assert not iban_ok(_valid_iban("DE", "abcdef" + "8" * 12).lower())  # Germany's BBAN is 18 digits
+    assert iban_ok(_valid_iban("DE", "8" * 18).lower())
+
+
+_BBAN_ALPHABET = {"n": "0123456789", "a": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "c": "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"}
+
+
+@st.composite
+def any_case_ibans(draw):
+    country = draw(st.sampled_from(sorted(IBAN_BBAN)))
+    bban = ""
+    for n, kind in re.findall(r"(\d+)([nac])", IBAN_BBAN[country]):
+        bban += draw(st.text(alphabet=_BBAN_ALPHABET[kind], min_size=int(n), max_size=int(n)))
+    value = _valid_iban(country, bban)
+    lower = draw(st.lists(st.booleans(), min_size=len(value), max_size=len(value)))
+    value = "".join(c.lower() if low else c for c, low in zip(value, lower))
+    if draw(st.booleans()):
+        value = " ".join(value[i:i + 4] for i in range(0, len(value), 4))
+    return value
+
+
+@pytest.mark.parametrize("scan", SCANNERS, ids=lambda s: type(s).__name__)
+@settings(max_examples=400, derandomize=True, deadline=None, database=None)
+@given(value=any_case_ibans(), template=st.sampled_from(["{}", "iban {} now", "({})", '"{}"', "到{}。", "{} x"]))
+def test_lowercase_and_mixed_case_ibans_of_every_country_are_found(scan, value, template):
+    text = template.format(value)
+    found = scan(text)
+    assert [(f.kind, text[f.start:f.end], f.norm) for f in found] == [
+        ("IBAN", value, value.replace(" ", "").upper())], text
+
+
+@pytest.mark.parametrize("scan", SCANNERS, ids=lambda s: type(s).__name__)
+@settings(max_examples=600, derandomize=True, deadline=None, database=None)
+@given(token=st.one_of(
+    st.text(alphabet="0123456789abcdef", min_size=1, max_size=80),
+    st.uuids().map(str), st.uuids().map(lambda u: u.hex),
+    st.binary(min_size=4, max_size=40).map(bytes.hex),
+), template=st.sampled_from(["{}", "sha {} ok", "id={}", '{{"hash": "{}"}}', "{} {}"]))
+def test_hex_strings_and_uuids_are_never_ibans(scan, token, template):
+    assert [f for f in scan(template.format(token, token)) if f.kind == "IBAN"] == []
+
+
+def test_hex_strings_and_uuids_in_bulk_are_never_ibans():
+    # 200k random hex ids, hashes and uuids: a lowercase hex token is an IBAN only if it has a
+    # registry country's exact length, a BBAN of the right format and the check digits
+    rnd = random.Random(7)
+    for _ in range(20_000):
+        tokens = [f"{rnd.getrandbits(64):016x}", f"{rnd.getrandbits(128):032x}", str(uuid.UUID(int=rnd.getrandbits(128))),
+                  f"{rnd.getrandbits(4 * 22):022x}", f"{rnd.getrandbits(4 * 20):020x}", f"{rnd.getrandbits(4 * 24):024x}",
+                  f"{rnd.getrandbits(4 * 23):023x}", f"{rnd.getrandbits(256):064x}", f"{rnd.getrandbits(4 * 18):018x}",
+                  "be" + "".join(rnd.choices("0123456789abcdef", k=14))]
+        assert [f for f in find_all(" ".join(tokens)) if f.kind == "IBAN"] == []

@@ -7,8 +7,10 @@ patterns and validators of `detectors` then run only on the short windows before
 Emails and secrets already start from a C-speed `str.find`/`in`, IPv6 is gated by a one-shot
 pattern. Without the wheel, `detectors.find_all` (pure `re`) gives identical results, slower.
 
-Text is handed to Hyperscan as ASCII with every other character replaced by `?`, so byte
-offsets are string offsets; the patterns are ASCII, as are the values they find.
+Text is first folded like `find_all` does (`detectors.fold`: full-width forms and non-ASCII
+digits to ASCII, one character for one), then handed to Hyperscan as ASCII with every other
+character replaced by `?`, so byte offsets are string offsets; the patterns are ASCII, as are
+the values they find.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ _PATTERNS = [
     (rb"1[3-9]\d(?:[ -]?\d{4}){2}", _NUM, 0),
     (rb"\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}", _NUM, 0),
     (rb"(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}", _NUM, 0),
-    (rb"[A-Z]{2}\d\d(?: ?[A-Z0-9]){11,30}", _IBAN, 0),
+    (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see detectors.ibans_in)
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
     # secret literals (see detectors._SECRETS); the window covers the literal, the value may run on
     (rb"sk-|AKIA|ASIA|eyJ|gh[pousr]_|github_pat_|AIza|xox", _SECRET, 0),
@@ -66,6 +68,7 @@ class FastScanner:
         return scratch
 
     def __call__(self, text: str) -> list[Found]:
+        text = detectors.fold(text)  # full-width forms and non-ASCII digits, as find_all does
         data = text.encode("ascii", "replace")
         nums: list[int] = []
         ibans: list[int] = []
