@@ -184,18 +184,38 @@ def secret(rnd: random.Random) -> str:
     return "ghp_" + _s(rnd, _B64, 36)
 
 
+_CJK_BEFORE = ["手机号", "邮箱", "卡号", "身份证", "密钥", "地址", "电话"]
+_CJK_AFTER = ["谢谢", "结束", "号", "。", "请回复", "的"]
+_GLUE = frozenset("".join(_CJK_BEFORE + _CJK_AFTER))
+
+
+def glued(rnd: random.Random) -> str:
+    """A value written against CJK text with no space (手机号13812345678谢谢): no ASCII boundary."""
+    kind = rnd.choice([cn_mobile, intl_phone, email, card, cn_id, ipv4, ipv6, iban_any_case, secret])
+    value = kind(rnd)
+    while value.startswith("Bearer "):  # needs its space: not a glued form
+        value = secret(rnd)
+    return rnd.choice(_CJK_BEFORE) + value + rnd.choice(_CJK_AFTER)
+
+
 DETECTORS = {
     "cn_mobile": cn_mobile, "intl_phone": intl_phone, "nanp_phone": nanp_phone, "email": email, "card": card,
     "cn_id": cn_id, "ipv4": ipv4, "ipv6": ipv6, "iban": iban, "secret": secret,
     # the same kinds written otherwise: full-width / other scripts' digits, IBANs in any case
     "wide_phone": wide_phone, "wide_email": wide_email, "wide_card": wide_card, "wide_cn_id": wide_cn_id,
-    "iban_any_case": iban_any_case,
+    "iban_any_case": iban_any_case, "glued": glued,
 }
 
 
 def sensitive_part(value: str) -> str:
-    """The part of a seeded value that must not appear in the output."""
-    return value.removeprefix("Bearer ")
+    """The part of a seeded value that must not appear in the output (not its CJK surroundings)."""
+    value = value.removeprefix("Bearer ")
+    start, end = 0, len(value)
+    while start < end and value[start] in _GLUE:
+        start += 1
+    while end > start and value[end - 1] in _GLUE:
+        end -= 1
+    return value[start:end]
 
 
 def sensitive_forms(value: str) -> set[str]:

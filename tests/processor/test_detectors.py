@@ -206,3 +206,21 @@ def test_hex_strings_and_uuids_in_bulk_are_never_ibans():
                   f"{rnd.getrandbits(4 * 23):023x}", f"{rnd.getrandbits(256):064x}", f"{rnd.getrandbits(4 * 18):018x}",
                   "be" + "".join(rnd.choices("0123456789abcdef", k=14))]
         assert [f for f in find_all(" ".join(tokens)) if f.kind == "IBAN"] == []
+
+
+@pytest.mark.parametrize("scan", SCANNERS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize(("text", "kind", "value"), [
+    ("手机号13812345678谢谢", "PHONE", "13812345678"),
+    ("电话+86 138 1234 5678请回", "PHONE", "+86 138 1234 5678"),
+    ("邮箱john@example.com谢谢", "EMAIL", "john@example.com"),
+    ("卡号4111111111111111结束", "CARD", "4111111111111111"),
+    ("身份证11010519491231002X号", "CN_ID", "11010519491231002X"),
+    ("地址192.168.1.1的", "IP", "192.168.1.1"),
+    ("地址2001:db8::1的", "IP", "2001:db8::1"),
+    ("密钥sk-abcdefghijklmnop1234567890结束", "SECRET", "sk-abcdefghijklmnop1234567890"),
+    ("номер4111111111111111", "CARD", "4111111111111111"),
+])
+def test_a_value_glued_to_another_script_is_found(scan, text, kind, value):
+    """Word edges are ASCII: Chinese or Cyrillic letters around a value do not hide it."""
+    found = scan(text)
+    assert [(f.kind, text[f.start:f.end]) for f in found] == [(kind, value)]

@@ -198,7 +198,7 @@ _NUM_PRECISE = re.compile(
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # ASCII word boundaries: a number glued to CJK text (手机号138...) is found
 )
 
 
@@ -243,7 +243,7 @@ def _intl_norm(digits: str) -> str:
 
 # --- emails -----------------------------------------------------------------------------------
 _LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'")
-_EMAIL = re.compile(r"[\w.%+'-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![\w-])")
+_EMAIL = re.compile(r"[\w.%+'-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![\w-])", re.ASCII)
 
 
 def _emails(text: str, out: list[Found]) -> None:
@@ -266,7 +266,7 @@ def _emails(text: str, out: list[Found]) -> None:
 
 # --- IPv6 -------------------------------------------------------------------------------------
 _HEXCOLON = frozenset("0123456789abcdefABCDEF:")
-_V6 = re.compile(r"[0-9A-Fa-f:]{2,45}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?")
+_V6 = re.compile(r"[0-9A-Fa-f:]{2,45}(?:%[\w.]+)?(?:(?<=:)\d{1,3}(?:\.\d{1,3}){3})?", re.ASCII)
 
 
 def _ipv6(text: str, out: list[Found]) -> None:
@@ -291,16 +291,21 @@ def ipv6_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
             end = m.end()
             value = m.group().rstrip(":") if not m.group().endswith("::") else m.group()
             after = text[start + len(value)] if start + len(value) < size else ""
-            if not (after.isalnum() or after == "_"):
+            if not _word(after):
                 # "a:2001:db8::1": a leading word that looks hex is not part of the address
                 for skip in _leading_cuts(value):
                     s0 = start + skip
                     before = text[s0 - 1] if s0 else ""
-                    if (skip or not (before.isalnum() or before == "_")) and _is_v6(value[skip:]):
+                    if (skip or not _word(before)) and _is_v6(value[skip:]):
                         out.append(Found(s0, start + len(value), IP, value[skip:].lower()))
                         end = start + len(value)
                         break
         i = text.find(":", max(end, i + 1), hi)
+
+
+def _word(ch: str) -> bool:
+    """An ASCII word character: values glued to other scripts (地址2001:db8::1) still have edges."""
+    return ch.isascii() and (ch.isalnum() or ch == "_")
 
 
 def _leading_cuts(value: str) -> list[int]:
@@ -389,14 +394,14 @@ class _Secret:
 
 
 _SECRETS = (
-    _Secret(("sk-",), re.compile(r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*")),
+    _Secret(("sk-",), re.compile(r"(?<![\w-])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*", re.ASCII)),
     _Secret(("AKIA", "ASIA"), re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    _Secret(("eyJ",), re.compile(r"eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]{4,}")),
+    _Secret(("eyJ",), re.compile(r"eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]{4,}", re.ASCII)),
     _Secret(("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-            re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})")),
+            re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})", re.ASCII)),
     _Secret(("AIza",), re.compile(r"AIza[0-9A-Za-z_-]{35}")),
     _Secret(("xox",), re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
-    _Secret(("bearer",), re.compile(r"[ \t]+(?=[\w\-.~+/]*\d)(?P<v>[\w\-.~+/]{16,}=*)"), lower=True, after=True),
+    _Secret(("bearer",), re.compile(r"[ \t]+(?=[\w\-.~+/]*\d)(?P<v>[\w\-.~+/]{16,}=*)", re.ASCII), lower=True, after=True),
     # key=value / "key": "value" assignments of credentials (URL queries, logs, non-JSON text)
     _Secret(("key", "token", "secret", "password", "passwd", "pwd"),
             re.compile(r"[\"']?[ \t]*[=:][ \t]*[\"']?(?P<v>[^&\s\"',;#}\]]{4,})"), lower=True, after=True, named=True),
