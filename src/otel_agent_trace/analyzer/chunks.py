@@ -255,7 +255,7 @@ def _records_at(path: str, lines: dict[int, int]) -> Iterator[tuple[int, bytes]]
 def run_chunks(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Callable, budget: int,
                progress: "analysis.Progress") -> list[ChunkResult]:
     """Every chunk's result, in chunk order: in this process, or in `jobs` worker processes."""
-    if jobs <= 1 or len(chunks) <= 1:
+    if jobs <= 1 or len(chunks) <= 1 or not _can_fork():
         out = []
         base = 0
         try:
@@ -277,7 +277,7 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
     import multiprocessing
     import queue
 
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    context = multiprocessing.get_context("fork")
     taken = context.Value("i", 0)  # the next chunk to take
     read = context.Value("q", 0, lock=False)  # bytes read by everyone, for the progress bar
     results = context.Queue()
@@ -344,6 +344,14 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
             if worker.is_alive():
                 worker.terminate()
     return [out[i] for i in range(len(chunks))]
+
+
+def _can_fork() -> bool:
+    """Workers are forked (they inherit the rules, the reducer and the reader); where a process
+    cannot fork (Windows), the chunks are analysed in this process, with the same result."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _portable(exc: BaseException) -> BaseException:
