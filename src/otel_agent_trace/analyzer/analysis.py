@@ -155,7 +155,7 @@ def read_into(store: TraceStore, inputs: list[InputReport], paths: Iterable[str]
     consume = _consume if consume is None else consume
     files = expand(paths)
     if progress is None:
-        progress = Progress(sum(_size(p) for p in files))
+        progress = Progress(sum(file_size(p) for p in files))
     base = 0
     enabled = gc.isenabled()
     gc.disable()  # spans hold no cycles; the collector only slows allocation-heavy reading
@@ -164,7 +164,7 @@ def read_into(store: TraceStore, inputs: list[InputReport], paths: Iterable[str]
             report = InputReport(path)
             inputs.append(report)
             consume(store, report, lambda: read_file(path, report, progress.file(path, base)))
-            base += _size(path)
+            base += file_size(path)
         for remote in remotes:
             report = InputReport(remote.url)
             inputs.append(report)
@@ -183,7 +183,8 @@ def _fetch(remote: Remote, report: InputReport) -> Iterator[Span]:
     return fetch_tempo(remote.url, remote.traceql or "{}", remote.limit, remote.lookback, report)
 
 
-def _size(path: str) -> int:
+def file_size(path: str) -> int:
+    """Bytes of a file, 0 when it cannot be read (the reading reports why)."""
     try:
         return os.path.getsize(path)
     except OSError:
@@ -356,7 +357,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
         return summarize(finding, section)
 
     if progress is None:
-        progress = Progress(sum(_size(p) for p in files))
+        progress = Progress(sum(file_size(p) for p in files))
     if remotes:
         with TraceStore(budget_bytes) as store:
             read_into(store, out.inputs, files, remotes, progress)
@@ -371,7 +372,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
                     gc.enable()
     else:
         smallest = chunks.MIN_CHUNK_BYTES if min_chunk_bytes is None else min_chunk_bytes
-        if sum(_size(p) for p in files) < smallest:
+        if sum(file_size(p) for p in files) < smallest:
             jobs = 1  # a small input is read faster than a worker starts
         plan = chunks.plan(files, jobs, smallest)
         results = chunks.run_chunks(plan, jobs, rules, reduce, budget_bytes, progress)

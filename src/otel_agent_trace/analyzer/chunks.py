@@ -21,7 +21,6 @@ records. Memory per process is bounded by the traces still open (and the spill b
 from __future__ import annotations
 
 import gc
-import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -58,7 +57,7 @@ class ChunkResult:
 def plan(files: list[str], jobs: int, min_chunk: int = MIN_CHUNK_BYTES) -> list[Chunk]:
     """Chunks of the inputs: about two per job over the splittable bytes (whoever is done first takes
     the next: no one idles while another finishes a long chunk), none under `min_chunk`."""
-    sizes = {path: _size(path) for path in files}
+    sizes = {path: analysis.file_size(path) for path in files}
     cuttable = {p for p in files if jobs > 1 and sizes[p] >= 2 * min_chunk and splittable(p)}
     target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(2 * jobs, 1)))
     chunks: list[Chunk] = []
@@ -82,13 +81,6 @@ def _line_starts(path: str, positions: list[int]) -> list[int]:
             handle.readline()  # the rest of the line that holds byte position-1
             out.append(handle.tell())
     return out
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: int,
@@ -261,7 +253,7 @@ def run_chunks(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Calla
         try:
             for chunk in chunks:
                 out.append(analyse_chunk(chunk, rules, reduce, budget, progress.file(chunk.path, base - chunk.start)))
-                base += (chunk.end if chunk.end is not None else _size(chunk.path)) - chunk.start
+                base += (chunk.end if chunk.end is not None else analysis.file_size(chunk.path)) - chunk.start
         finally:
             progress.close()
         return out
