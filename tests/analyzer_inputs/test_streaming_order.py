@@ -109,40 +109,40 @@ def test_any_cut_of_the_input_gives_the_batch_report(tmp_path, order, jobs):
     assert to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500, budget_bytes=1000)) == full
 
 
-def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch):
+def _broken_in_workers(real, fault):
+    """`real`, except that in a worker process it runs `fault()` instead; the parent is slowed
+    down so that a worker surely takes a chunk."""
     import os
     import time
 
-    path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
     parent = os.getpid()
-    real = analysis.locate
 
-    def broken(*args, **kwargs):
+    def patched(*args, **kwargs):
         if os.getpid() != parent:
-            raise RuntimeError("analysis bug")
-        time.sleep(0.3)  # (so that the worker surely takes a chunk)
+            return fault()
+        time.sleep(0.3)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(analysis, "locate", broken)
+    return patched
+
+
+def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch):
+    path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
+
+    def bug():
+        raise RuntimeError("analysis bug")
+
+    monkeypatch.setattr(analysis, "locate", _broken_in_workers(analysis.locate, bug))
     with pytest.raises(RuntimeError, match="analysis bug"):
         analyze_reduced([path], jobs=2, min_chunk_bytes=500)
 
 
 def test_a_worker_that_dies_is_an_error_not_a_missing_chunk(tmp_path, monkeypatch):
     import os
-    import time
 
     path = _write(tmp_path, "t.jsonl", [failing_run(n) for n in range(8)])
-    parent = os.getpid()
-    real = chunks.analyse_chunk
-
-    def dying(*args, **kwargs):
-        if os.getpid() != parent:
-            os._exit(3)  # killed: no exception, no result
-        time.sleep(0.3)  # (so that the worker surely takes a chunk)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(chunks, "analyse_chunk", dying)
+    # killed: no exception, no result
+    monkeypatch.setattr(chunks, "analyse_chunk", _broken_in_workers(chunks.analyse_chunk, lambda: os._exit(3)))
     with pytest.raises(RuntimeError, match="worker process died"):
         analyze_reduced([path], jobs=2, min_chunk_bytes=500)
 
