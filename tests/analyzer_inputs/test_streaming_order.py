@@ -177,3 +177,21 @@ def test_any_cut_anywhere_gives_the_batch_report(tmp_path_factory, seed, per_lin
     path = tmp_path_factory.mktemp("cut") / "t.jsonl"
     path.write_text("".join(lines))
     assert _cut_in_process([str(path)], pieces, min_chunk) == to_dict(analyze([str(path)]))
+
+
+def test_a_trace_split_across_pretty_printed_documents(tmp_path):
+    """Single documents (pretty-printed, read whole) are read again whole when they hold a part
+    of a trace another input also holds."""
+    import json
+
+    from inputs_support import doc
+
+    spans = _spans()
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(doc(spans[:7]), indent=2))
+    b.write_text(json.dumps(doc(spans[7:]), indent=2))
+    paths = [str(a), str(b)]
+    full = to_dict(analyze(paths))
+    assert sum(r["steps"] for r in full["runs"]) > 0
+    assert to_dict(analyze_reduced(paths)) == full
+    assert to_dict(analyze_reduced(paths, jobs=2, min_chunk_bytes=100)) == full

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer import analysis
-from otel_agent_trace.analyzer.readers.otlp_json import read_batches, read_record, splittable
+from otel_agent_trace.analyzer.readers.otlp_json import is_document, read_batches, read_file, read_record, splittable
 from otel_agent_trace.analyzer.readers.sources import records
 from otel_agent_trace.analyzer.readers.spill import TraceStore
 from otel_agent_trace.analyzer.spans import InputReport, Span
@@ -220,6 +220,13 @@ def reread(wanted: Iterable[tuple[str, dict[str, list[int]], dict[int, int]]]) -
     trace's spans in input order, after all are read (they are few: traces split across chunks)."""
     spans: dict[str, list[Span]] = {}
     for path, traces, offsets in wanted:
+        if not traces:
+            continue
+        if is_document(path):  # one record read whole: read it whole again
+            for span in read_file(path, InputReport(path)):
+                if span.trace_id in traces:
+                    spans.setdefault(span.trace_id, []).append(span)
+            continue
         lines: dict[int, int] = {}
         for numbers in traces.values():
             for line in numbers:

@@ -55,11 +55,9 @@ def read_batches(path: str, report: InputReport, progress: Callable[[int], None]
     number = 0
     try:
         for number, raw in source:
-            if number == 1:
-                text = raw.strip()
-                if text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text):
-                    yield from _document(raw, source, path, report)
-                    return
+            if number == 1 and _starts_document(raw):
+                yield from _document(raw, source, path, report)
+                return
             yield read_record(raw, number, path, report)
     except (EOFError, OSError, ValueError) as exc:
         # a truncated or corrupt compressed stream: what was read so far is kept
@@ -78,8 +76,24 @@ def splittable(path: str) -> bool:
         return False
     if first.startswith((GZIP_MAGIC, ZSTD_MAGIC)) or first[4:8] == ZSTD_MAGIC:
         return False
+    return not _starts_document(first)
+
+
+def is_document(path: str) -> bool:
+    """Is the input read as one document (its records are not lines of JSON)?"""
+    try:
+        for _, first in records(path):
+            return _starts_document(first)
+    except (EOFError, OSError, ValueError):
+        return False
+    return False
+
+
+def _starts_document(first: bytes) -> bool:
+    """The rule `read_batches` applies to the first record: a short first line that does not
+    parse may start a pretty-printed document."""
     text = first.strip()
-    return not (text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text))
+    return text[:1] in (b"{", b"[") and len(text) < _DOC_PROBE and _unparsable(text)
 
 
 def _is_stream_error(exc: OSError) -> bool:
