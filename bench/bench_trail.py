@@ -148,6 +148,7 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
     hit1 = hit3 = with_high = 0
     predicted = matched = 0
     sys_total = sys_found = 0
+    gold_total = gold_found = 0
     via: dict[str, int] = defaultdict(int)
     for lab in labels:
         trace = lab["trace_id"]
@@ -167,6 +168,8 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
                 via["same span" if p in hit else "gold is a child" if any(parent.get(g) == p for g in hit)
                     else "gold is the parent"] += 1
         for g in gold:
+            gold_total += 1
+            gold_found += any(near(p, g["span_id"], parent) for p in ranked)
             if g.get("top_class") == "System Execution":
                 sys_total += 1
                 sys_found += any(near(p, g["span_id"], parent) for p in ranked)
@@ -175,6 +178,7 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
             "hit@3_rate": round(hit3 / with_high, 3) if with_high else 0.0,
             "predicted": predicted, "matched": matched,
             "precision": round(matched / predicted, 3) if predicted else 0.0,
+            "recall": f"{gold_found}/{gold_total}", "recall_rate": round(gold_found / gold_total, 3) if gold_total else 0.0,
             "system_execution_recall": f"{sys_found}/{sys_total}", "system_execution_found": sys_found,
             "system_execution_total": sys_total, "matched_via": dict(via)}
 
@@ -250,13 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     results["precision by error type (precision set)"] = by_type(analysis, labels, parents)
     print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, "
           f"{results['runs']} runs, {results['failed_runs']} failed")
-    print(f"{'predictions':<40} {'hit@1':>10} {'hit@3':>10} {'precision':>16} {'SysExec recall':>15}")
+    print(f"{'predictions':<40} {'hit@1':>10} {'hit@3':>10} {'precision':>16} {'recall (all gold)':>18} "
+          f"{'SysExec recall':>15}")
     for key, r in results.items():
         if not isinstance(r, dict) or "hit@1" not in r:
             continue
         print(f"{key:<40} {r['hit@1']:>3}/{r['traces_with_high']:<3} {r['hit@1_rate']:>4.0%} "
               f"{r['hit@3']:>3}/{r['traces_with_high']:<3}{r['hit@3_rate']:>4.0%} "
-              f"{r['precision']:>6.2f} ({r['matched']}/{r['predicted']}) {r['system_execution_recall']:>10}")
+              f"{r['precision']:>6.2f} ({r['matched']}/{r['predicted']}) {r['recall_rate']:>6.2f} ({r['recall']:>7}) "
+              f"{r['system_execution_recall']:>10}")
     print("matched via (precision set):", results["proven errors, TRAIL placement"]["matched_via"])
     print("precision by error type (precision set):",
           ", ".join(f"{k} {v}" for k, v in results["precision by error type (precision set)"].items()))

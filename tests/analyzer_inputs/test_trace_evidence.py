@@ -338,6 +338,7 @@ def test_trail_gaia_figures(tmp_path):
     proven = r["proven errors, TRAIL placement"]  # the precision set: no suspicions
     assert proven["precision"] >= 0.77 and proven["predicted"] <= 165  # 0.78 (126/162); was 0.69 (134/193)
     assert proven["precision"] > base["precision"] + 0.3
+    assert proven["recall"] == "223/547" and proven["recall_rate"] > base["recall_rate"]  # span-level recall, all gold
     # the scorer's one hop: a prediction matches its own span or a child (never through the run span)
     assert set(proven["matched_via"]) <= {"same span", "gold is a child", "gold is the parent"}
     assert proven["matched_via"].get("gold is the parent", 0) == 0
