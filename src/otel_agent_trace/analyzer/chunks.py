@@ -20,7 +20,6 @@ records. Memory per process is bounded by the traces still open (and the spill b
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -88,16 +87,10 @@ def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: in
     """Read and analyse one chunk (in this process; `run_chunks` puts it in a worker)."""
     report = InputReport(chunk.path)
     result = ChunkResult(chunk.index, report)
-    enabled = gc.isenabled()
-    gc.disable()  # spans and runs hold no cycles; collections would rescan every span held
-    try:
-        with TraceStore(budget) as store:
-            stream = _ChunkStream(store, rules, reduce, result)
-            stream.consume(report, read_batches(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
-            stream.finish(chunk.path)
-    finally:
-        if enabled:
-            gc.enable()
+    with analysis.no_gc(), TraceStore(budget) as store:
+        stream = _ChunkStream(store, rules, reduce, result)
+        stream.consume(report, read_batches(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
+        stream.finish(chunk.path)
     return result
 
 
