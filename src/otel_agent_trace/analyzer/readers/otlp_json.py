@@ -249,7 +249,7 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
     events = get("events")
     links = get("links")
     return Span(
-        _hex(trace_id, 32), _hex(span_id, 16), _hex(parent, 16) if parent else None, name,
+        _hex(trace_id, 32), _hex_fresh(span_id, 16), _hex(parent, 16) if parent else None, name,
         int(get("startTimeUnixNano") or get("start_time_unix_nano") or 0),
         int(get("endTimeUnixNano") or get("end_time_unix_nano") or 0),
         code, message, attributes_of(get("attributes")),
@@ -262,22 +262,29 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
 
 
 def _hex(value: Any, chars: int) -> str:
-    known = _ids_get(value)  # a batch names each trace id and parent id many times
+    """`_hex_fresh`, remembered: a batch names each trace id and parent id many times."""
+    known = _ids_get(value)
     if known is not None and len(known) == chars:
         return known
+    known = _hex_fresh(value, chars)
+    if len(_ids) > 1 << 14:
+        _ids.clear()
+    _ids[value] = known
+    return known
+
+
+def _hex_fresh(value: Any, chars: int) -> str:
+    """Lowercase hex of an id (span ids are unique: not worth remembering)."""
     if value.__class__ is str and len(value) == chars:
         try:  # bytes.fromhex: hex digits (and spaces, which the length check rules out), in C
             if len(_fromhex(value)) << 1 == chars:
-                if len(_ids) > 1 << 14:
-                    _ids.clear()
-                known = _ids[value] = value.lower()
-                return known
+                return value.lower()
         except ValueError:
             pass
     return hex_id(value, chars // 2)
 
 
-_ids: dict[Any, str] = {}  # id as read -> lowercase hex (valid hex ids only; bounded)
+_ids: dict[Any, str] = {}  # id as read -> lowercase hex (bounded)
 _ids_get = _ids.get
 
 
