@@ -52,10 +52,12 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
                        help="progress bar on stderr (auto: on a terminal, for inputs over 2 s)")
 
 
-def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list | None = None):
+def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list | None = None,
+                 trace_prefix: str | None = None):
     """analyze() over the files and remote sources of `args`; None (after a message) when unusable.
 
-    `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then)."""
+    `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then).
+    `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
     from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, analyze_reduced, expand
 
     remotes = []
@@ -86,7 +88,7 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     if streaming:
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
                                html=getattr(args, "format", None) == "html", jobs=args.jobs or _cores())
-    return analyze(args.paths, remotes, budget_bytes=budget, progress=progress)
+    return analyze(args.paths, remotes, budget_bytes=budget, progress=progress, trace_prefix=trace_prefix)
 
 
 def _cores() -> int:
@@ -142,7 +144,7 @@ def _show(args: argparse.Namespace) -> int:
     except RulesError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    analysis = _read_inputs(args)
+    analysis = _read_inputs(args, trace_prefix=args.trace_id.lower())  # the other traces are not analysed
     if analysis is None:
         return EXIT_UNUSABLE
     if rules is not None:

@@ -82,3 +82,17 @@ def test_a_small_report_shows_every_run(tmp_path):
     page = html.render(reduced, to_dict(reduced))
     assert "Failure groups" not in page
     assert page.count("<section class='run ") == len(to_dict(reduced)["runs"])
+
+
+def test_show_analyses_only_the_trace_asked_for(tmp_path, capsys):
+    """`show` reads every input but analyses only the traces with that id prefix: the same run."""
+    path = _file(tmp_path)
+    full = to_dict(analyze([path]))
+    wanted = full["runs"][1]["trace_id"]
+    only = to_dict(analyze([path], trace_prefix=wanted.upper()))
+    assert [r["trace_id"] for r in only["runs"]] == [wanted]
+    assert only["runs"][0] == full["runs"][1]
+    assert only["inputs"][0]["spans"] == full["inputs"][0]["spans"]  # everything was still read
+    assert cli_main(["show", wanted, path]) == 0
+    out = capsys.readouterr().out
+    assert wanted in out and all(r["trace_id"] not in out for r in full["runs"] if r["trace_id"] != wanted)

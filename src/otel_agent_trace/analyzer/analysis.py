@@ -15,6 +15,7 @@ is bounded by the budget plus the largest trace (plus the small summaries), not 
 
 from __future__ import annotations
 
+import functools
 import gc
 import glob
 from contextlib import contextmanager
@@ -203,13 +204,16 @@ def file_size(path: str) -> int:
         return 0
 
 
-def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterator[Span]]) -> None:
+def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterator[Span]],
+             trace_prefix: str | None = None) -> None:
+    """Every span into `store` (only those of traces whose id starts with `trace_prefix`, if given)."""
     add = store.add
     last = 0
     step = max(1, min(store.budget // 8, 1 << 20))  # how often the budget is checked, in bytes read
     try:
         for span in spans():
-            add(span)
+            if trace_prefix is None or span.trace_id.startswith(trace_prefix):
+                add(span)
             if report.bytes_read - last > step:
                 store.account(report.bytes_read - last)
                 last = report.bytes_read
@@ -313,13 +317,16 @@ def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,
                   budget_bytes: int = DEFAULT_BUDGET_BYTES, normalized: dict[str, int] | None = None,
-                  progress: Progress | None = None, rules: list | None = None) -> Iterator[Finding]:
+                  progress: Progress | None = None, rules: list | None = None,
+                  trace_prefix: str | None = None) -> Iterator[Finding]:
     """Findings trace by trace (memory: the budget plus the largest trace); fills `inputs`.
 
-    `rules`: critical-failure rules (None: the built-ins)."""
+    `rules`: critical-failure rules (None: the built-ins). `trace_prefix`: only the traces whose
+    id starts with it (every input is still read and its problems reported)."""
     inputs = [] if inputs is None else inputs
     with TraceStore(budget_bytes) as store:
-        read_into(store, inputs, paths, remotes, progress)
+        consume = None if trace_prefix is None else functools.partial(_consume, trace_prefix=trace_prefix.lower())
+        read_into(store, inputs, paths, remotes, progress, consume)
         reports = {r.path: r for r in inputs}
         with no_gc():
             for spans in store.traces():
@@ -327,9 +334,11 @@ def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inp
 
 
 def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
-            progress: Progress | None = None) -> Analysis:
+            progress: Progress | None = None, trace_prefix: str | None = None) -> Analysis:
+    """Every finding kept (`show`, API callers); `trace_prefix`: only those traces (see iter_findings)."""
     analysis = Analysis()
-    findings = list(iter_findings(paths, remotes, analysis.inputs, budget_bytes, analysis.normalized, progress))
+    findings = list(iter_findings(paths, remotes, analysis.inputs, budget_bytes, analysis.normalized, progress,
+                                  trace_prefix=trace_prefix))
     findings.sort(key=lambda f: (f.run.root.start_ns, f.run.trace_id, f.run.root.span_id))
     analysis.findings = findings
     canonical_notes(analysis.inputs)
