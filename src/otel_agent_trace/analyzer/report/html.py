@@ -36,7 +36,7 @@ section.run{background:#fff;border:1px solid var(--line);border-radius:10px;marg
 section.run.failed{border-left:5px solid #d62728}section.run.ok{border-left:5px solid #2ca02c}
 summary{cursor:pointer;padding:8px 0;font-weight:600}summary code{font-weight:400}
 .pill{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;color:#fff;margin-left:6px}
-.p-tool{background:#1f77b4}.p-model_decision{background:#c9731c}.p-prompt{background:#5b47c4}.p-failed{background:#d62728}.p-ok{background:#2ca02c}
+.p-tool{background:#1f77b4}.p-model_decision{background:#c9731c}.p-prompt{background:#5b47c4}.p-failed{background:#d62728}.p-ok{background:#2ca02c}.p-unknown{background:#667085}
 .legend span{display:inline-block;margin-right:14px;font-size:12px;color:var(--muted)}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-2px}
 svg{background:#fff;max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:#1d2433}
