@@ -18,10 +18,10 @@ from __future__ import annotations
 import functools
 import gc
 import glob
-from contextlib import contextmanager
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
