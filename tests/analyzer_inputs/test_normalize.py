@@ -147,3 +147,42 @@ def test_our_own_spans_pass_through_untouched(tmp_path):
     assert normalize_trace(spans) is None
     assert [s.attributes for s in spans] == before
     assert len(group_runs(spans)[0].steps) == 2
+
+
+def test_fleet_metrics_of_foreign_traces_count_tokens_and_capture(tmp_path):
+    """Token usage of foreign conventions (strings too) reaches tokens per run, and tools decided by
+    a normalized LLM step (its sibling, under a framework step span) count as captured."""
+    from otel_agent_trace.analyzer.metrics import compute
+
+    oi = [
+        span(T, "00000000000000b1", None, "CodeAgent.run", 0, {"openinference.span.kind": "AGENT"}),
+        span(T, "00000000000000b2", "00000000000000b1", "Step 1", 1, {"openinference.span.kind": "CHAIN"}),
+        span(T, "00000000000000b3", "00000000000000b2", "LiteLLMModel.__call__", 2, {
+            "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "llm.token_count.prompt": "1200",
+            "llm.token_count.completion": 80, "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_7",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "web_search",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"query": "x"}'}),
+        span(T, "00000000000000b4", "00000000000000b2", "SearchTool", 3, {
+            "openinference.span.kind": "TOOL", "tool.name": "web_search", "input.value": '{"query": "x"}',
+            "output.value": "result page"}),
+        span(T, "00000000000000b5", "00000000000000b1", "LiteLLMModel.__call__", 4, {
+            "openinference.span.kind": "LLM", "llm.token_count.prompt": "1500", "llm.token_count.completion": "20",
+            "llm.token_count.total": "not a number", "output.value": "done"}),
+    ]
+    t2 = "cd" * 16
+    ollm = [
+        span(t2, "00000000000000c1", None, "agent.agent", 0, {"traceloop.span.kind": "agent",
+                                                             "traceloop.entity.name": "agent"}),
+        span(t2, "00000000000000c2", "00000000000000c1", "openai.chat", 1, {
+            "llm.request.type": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.prompt_tokens": 300,
+            "gen_ai.usage.completion_tokens": 7, "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "hi"}),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text(line(oi) + line(ollm))
+    analysis = analyze([str(path)])
+    assert analysis.normalized == {"openinference": 1, "openllmetry": 1}
+    metrics = compute(analysis.findings)
+    assert metrics["trace_capture_rate"] == 1.0
+    assert metrics["tokens_per_run"] == {"input": (1200 + 1500 + 300) / 2, "output": (80 + 20 + 7) / 2}

@@ -26,6 +26,7 @@ from typing import Any, Iterable
 from otel_agent_trace.analyzer.lifecycle import _call_key
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
+from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
@@ -51,11 +52,16 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def complete_chain(run: Run) -> bool:
+    """Steps numbered 0..n-1 and every tool attached to one: below a step span (ours), or, on a
+    normalized foreign trace (where the decision is the LLM span, a sibling of the tools it
+    called), decided by one (the step index normalization derived from the decision)."""
     indices = [s.attr(STEP_INDEX) for s in run.steps]
     if not indices or indices != list(range(len(indices))):
         return False
     step_ids = {s.span_id for s in run.steps}
     for tool in run.tools:
+        if NORMALIZED_FROM in tool.attributes and tool.attr(STEP_INDEX) in indices:
+            continue
         node = run.spans.get(tool.parent_id or "")
         while node is not None and node.span_id not in step_ids:
             node = run.spans.get(node.parent_id or "")

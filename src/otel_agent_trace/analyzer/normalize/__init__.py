@@ -26,7 +26,9 @@ that runs.py, graph.py and locate.py work on them unchanged:
   that name; `consumes` step → tool when the step's input messages carry the tool's call id
   (`tool_call_id`, or smolagents' `Call id: X` text) or the tool's result text; for a tool whose
   result text is unknown (an exception), the first step that started after it ended.
-- an LLM span with error status gets `agent_trace.error.type=llm_error`.
+- an LLM span with error status gets `agent_trace.error.type=llm_error`; its token usage
+  (OpenInference `llm.token_count.prompt|completion`, OpenLLMetry `gen_ai.usage.prompt_tokens|
+  completion_tokens`, as ints or decimal strings) becomes `gen_ai.usage.input_tokens|output_tokens`.
 - a run root gets `agent_trace.run.subagent_runs`: how many runs are nested directly in it (a
   smolagents manager calling its managed agents); their reports are results the run consumed.
 Every rewritten span carries `agent_trace.normalized_from` (the convention). A trace that holds any
@@ -52,6 +54,8 @@ from otel_agent_trace.model import (
     GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
@@ -186,6 +190,10 @@ def _normalize_run(root: Span, members: list[Span], facts: dict[str, Facts], con
             a.setdefault(GEN_AI_OPERATION_NAME, OP_CHAT)
         if fact.model:
             a.setdefault(GEN_AI_REQUEST_MODEL, fact.model)
+        if fact.input_tokens is not None:
+            a.setdefault(GEN_AI_USAGE_INPUT_TOKENS, fact.input_tokens)
+        if fact.output_tokens is not None:
+            a.setdefault(GEN_AI_USAGE_OUTPUT_TOKENS, fact.output_tokens)
         if step.status_code == STATUS_ERROR:
             a.setdefault(ERROR_TYPE, ErrorType.LLM_ERROR.value)
 

@@ -38,6 +38,8 @@ class Facts:
     arguments: Any = None
     result: Any = None  # None: not recorded
     agent_name: str | None = None
+    input_tokens: int | None = None  # LLM: usage, when the convention records it
+    output_tokens: int | None = None
 
 
 def facts_of(span: Span) -> Facts | None:
@@ -61,6 +63,17 @@ def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
             if match:
                 groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
     return [groups[i] for i in sorted(groups)]
+
+
+def _count(value: Any) -> int | None:
+    """A token count, given as an int or a decimal string (OpenInference exporters write both)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        return None
+    return count if count >= 0 else None
 
 
 def _text(value: Any) -> str | None:
@@ -93,7 +106,9 @@ def _openinference(span: Span) -> Facts:
         return Facts("openinference", LLM, inputs=[_oi_message(m) for m in _indexed(a, "llm.input_messages.")],
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or _text(a.get("output.value")),
-                     model=_text(a.get("llm.model_name")))
+                     model=_text(a.get("llm.model_name")),
+                     input_tokens=_count(a.get("llm.token_count.prompt")),
+                     output_tokens=_count(a.get("llm.token_count.completion")))
     if kind == "TOOL":
         return Facts("openinference", TOOL, tool_name=_text(a.get("tool.name")) or span.name,
                      call_id=_text(a.get("tool_call.id") or a.get("tool.id")),
@@ -124,7 +139,9 @@ def _openllmetry(span: Span) -> Facts:
         return Facts("openllmetry", LLM, inputs=[_ollm_message(m) for m in _indexed(a, "gen_ai.prompt.")],
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or None,
-                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")))
+                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")),
+                     input_tokens=_count(a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))),
+                     output_tokens=_count(a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))))
     return Facts("openllmetry", OTHER)
 
 
