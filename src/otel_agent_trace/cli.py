@@ -120,13 +120,17 @@ def _color(args: argparse.Namespace) -> bool:
     return args.color == "always"
 
 
-def _rules(args: argparse.Namespace) -> tuple[list | None, dict]:
-    """(rules or None for the built-ins, team config); RulesError is the caller's."""
-    from otel_agent_trace.analyzer.rules import load_config, load_rules
+def _rules(args: argparse.Namespace) -> tuple[list | None, dict] | None:
+    """(rules or None for the built-ins, team config); None (after a message) when unusable."""
+    from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
 
     if not getattr(args, "rules", None):
         return None, {}
-    return load_rules(args.rules), load_config(args.rules)
+    try:
+        return load_rules(args.rules), load_config(args.rules)
+    except RulesError as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return None
 
 
 def _exit_code(analysis: Any) -> int:
@@ -137,19 +141,17 @@ def _exit_code(analysis: Any) -> int:
 def _show(args: argparse.Namespace) -> int:
     from otel_agent_trace.analyzer.enrich import apply_rules
     from otel_agent_trace.analyzer.replay import render as render_replay
-    from otel_agent_trace.analyzer.rules import RulesError
 
-    try:
-        rules, _ = _rules(args)
-    except RulesError as exc:
-        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+    loaded = _rules(args)
+    if loaded is None:
         return EXIT_UNUSABLE
-    analysis = _read_inputs(args, trace_prefix=args.trace_id.lower())  # the other traces are not analysed
+    rules, _ = loaded
+    wanted = args.trace_id.lower()
+    analysis = _read_inputs(args, trace_prefix=wanted)  # the other traces are not analysed
     if analysis is None:
         return EXIT_UNUSABLE
     if rules is not None:
         apply_rules(analysis, rules)
-    wanted = args.trace_id.lower()
     found = [f for f in analysis.findings if f.run.trace_id.startswith(wanted)]
     if not found:
         print(f"otel-agent-trace: no run with trace id {args.trace_id} in the inputs", file=sys.stderr)
@@ -159,13 +161,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from otel_agent_trace.analyzer.rules import RulesError
-
-    try:
-        rules, config = _rules(args)
-    except RulesError as exc:
-        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+    loaded = _rules(args)
+    if loaded is None:
         return EXIT_UNUSABLE
+    rules, config = loaded
     # streaming: each finding is reduced to what the report needs as it comes (memory bounded by
     # the budget and the largest trace, not the file); --rules are applied while locating
     analysis = _read_inputs(args, streaming=True, rules=rules)

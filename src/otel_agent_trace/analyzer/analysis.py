@@ -85,6 +85,7 @@ def read_error(exc: Exception) -> str:
         return f"cannot read: {exc.strerror or exc}"
     return f"cannot read: {type(exc).__name__}: {exc}"
 
+
 @dataclass
 class Remote:
     """A fetch over HTTP: `jaeger` (url, service, lookback) or `tempo` (url, traceql, lookback)."""
