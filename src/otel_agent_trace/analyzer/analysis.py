@@ -373,8 +373,9 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
         healthy_sections[0] += html and not finding.failed
         return summarize(finding, section)
 
+    total = sum(file_size(p) for p in files)
     if progress is None:
-        progress = Progress(sum(file_size(p) for p in files))
+        progress = Progress(total)
     with no_gc():  # (worker processes are forked with it off, and keep it off)
         if remotes:
             with TraceStore(budget_bytes) as store:
@@ -384,7 +385,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
                     out.runs.extend(reduce(f) for f in trace_findings(spans, reports, out.normalized, rules))
         else:
             smallest = chunks.MIN_CHUNK_BYTES if min_chunk_bytes is None else min_chunk_bytes
-            if sum(file_size(p) for p in files) < smallest:
+            if total < smallest:
                 jobs = 1  # a small input is read faster than a worker starts
             plan = chunks.plan(files, jobs, smallest)
             results = chunks.run_chunks(plan, jobs, rules, reduce, budget_bytes, progress)
