@@ -1,8 +1,9 @@
 """Analyzer throughput vs raw `orjson.loads` line parsing, with peak memory (a benchmark, not a test).
 
-    python bench/bench_analyzer_throughput.py [FILE] [--mb 200] [--budget-mb 256]
+    python bench/bench_analyzer_throughput.py [FILE] [--mb 200] [--budget-mb 256] [--from TRACES]
 
-Generates FILE with bench/gen_otlp_file.py when it does not exist. Each phase runs in its own
+Generates FILE with bench/gen_otlp_file.py when it does not exist: our default span shape, or
+with `--from TRACES` copies of real traces (e.g. `../shared/benchmarks/trail-gaia/traces.jsonl.gz`). Each phase runs in its own
 process so that peak RSS (ru_maxrss) is the phase's own:
 - raw:     orjson.loads of every line, nothing kept;
 - read:    the reader (spans built, checked for types), nothing kept;
@@ -85,15 +86,19 @@ def main() -> None:
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=3, help="runs per phase (interleaved); the median is reported")
     parser.add_argument("--phases", default="raw,read,group,analyze,cli1,cli")
+    parser.add_argument("--from", dest="source", help="generate FILE from copies of these real traces")
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(phase(args.phase, args.file, args.budget_mb)))
         return
     if not os.path.exists(args.file):
         sys.path.insert(0, HERE)
-        from gen_otlp_file import generate
+        from gen_otlp_file import generate, replicate
 
-        generate(args.file, args.mb)
+        if args.source:
+            replicate(args.source, args.file, args.mb)
+        else:
+            generate(args.file, args.mb)
     print(f"{args.file}: {os.path.getsize(args.file) / 1e6:.0f} MB")
     names = args.phases.split(",")
     samples: dict[str, list[dict]] = {name: [] for name in names}

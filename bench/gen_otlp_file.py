@@ -6,11 +6,17 @@ batch, so a trace is spread over many lines. Every run has our span shape: `invo
 dependency attributes; one run in `--fail-every` fails with an empty tool result at step 0.
 
     python bench/gen_otlp_file.py OUT.jsonl --mb 200
+
+`--from FILE` instead replicates the records of a real OTLP JSON Lines file (`.gz` too), each
+copy with fresh trace ids, up to `--mb`: e.g. the TRAIL GAIA traces, whose spans carry the full
+message content OpenInference records (about 25 KB per span, against about 1.2 KB for our default
+span shape above).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import random
 
@@ -131,13 +137,50 @@ def generate(path: str, megabytes: float, batch: int = 64, interleave: int = 8, 
     return runs
 
 
+def replicate(source: str, path: str, megabytes: float) -> int:
+    """Copies of `source`'s records, each with its own trace ids, until `megabytes` MB are written;
+    returns the number of copies."""
+    opener = gzip.open if source.endswith(".gz") else open
+    with opener(source, "rb") as handle:
+        records = [orjson.loads(line) for line in handle if line.strip()]
+    limit = int(megabytes * 1_000_000)
+    written = copies = 0
+    with open(path, "wb") as out:
+        while written < limit:
+            fresh: dict[str, str] = {}
+
+            def renamed(trace_id: str) -> str:
+                if trace_id not in fresh:
+                    fresh[trace_id] = hashlib.sha256(b"%d:%s" % (copies, trace_id.encode())).hexdigest()[:32]
+                return fresh[trace_id]
+
+            for record in records:
+                for resource_spans in record.get("resourceSpans", ()):
+                    for scope_spans in resource_spans.get("scopeSpans", ()):
+                        for span in scope_spans.get("spans", ()):
+                            span["traceId"] = renamed(span["traceId"])
+                            for link in span.get("links") or ():
+                                link["traceId"] = renamed(link["traceId"])
+                data = orjson.dumps(record) + b"\n"
+                out.write(data)
+                written += len(data)
+                if written >= limit:
+                    break
+            copies += 1
+    return copies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--interleave", type=int, default=8)
+    parser.add_argument("--from", dest="source", help="replicate this OTLP JSON Lines file (.gz too) instead")
     args = parser.parse_args()
+    if args.source:
+        print(f"{args.out}: {replicate(args.source, args.out, args.mb)} copies of {args.source}")
+        return
     runs = generate(args.out, args.mb, args.batch, args.interleave)
     print(f"{args.out}: {runs} runs")
 
