@@ -8,7 +8,8 @@ from inputs_support import failing_run, healthy_run, line, span
 
 from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
 from otel_agent_trace.analyzer.enrich import apply_rules
-from otel_agent_trace.analyzer.report import html, markdown, text
+from otel_agent_trace.analyzer.report import fleet, html, markdown, text
+from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.rules import Rule, load_rules
 from otel_agent_trace.cli import main as cli_main
@@ -48,20 +49,22 @@ def test_cli_json_lists_warnings(tmp_path, capsys):
     assert any("orphan" in w["reason"] for w in report["inputs"][0]["warnings"])
 
 
+def _fleet_file(tmp_path):
+    """More runs than a report details: 40 failed, DETAIL_ALL_RUNS healthy."""
+    failing = list(range(0, 40))
+    healthy = list(range(40, 40 + DETAIL_ALL_RUNS))
+    path = tmp_path / "fleet.jsonl"
+    path.write_text("".join([line(failing_run(n)) for n in failing] + [line(healthy_run(n)) for n in healthy]))
+    return path, failing
+
+
 def test_a_fleet_report_groups_failures_and_shows_examples(tmp_path):
-    """Past html.DETAIL_ALL_RUNS runs, failed runs are grouped by signature: every one is listed,
+    """Past fleet.DETAIL_ALL_RUNS runs, failed runs are grouped by signature: every one is listed,
     EXAMPLES_PER_GROUP of each group get a full section, healthy runs none; streaming and batch
     render the same page."""
     import re
 
-    from otel_agent_trace.analyzer.report.html import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP
-
-    failing = list(range(0, 40))
-    healthy = list(range(40, 40 + DETAIL_ALL_RUNS))
-    lines = [line(failing_run(n)) for n in failing]
-    lines += [line(healthy_run(n)) for n in healthy]
-    path = tmp_path / "fleet.jsonl"
-    path.write_text("".join(lines))
+    path, failing = _fleet_file(tmp_path)
     full, reduced = analyze([str(path)]), analyze_reduced([str(path)], html=True)
     page = html.render(reduced, to_dict(reduced))
     assert page == html.render(full, to_dict(full))
@@ -69,11 +72,30 @@ def test_a_fleet_report_groups_failures_and_shows_examples(tmp_path):
     failed = [r for r in data["runs"] if r["status"] == "failed"]
     assert len(failed) == len(failing) and len(data["runs"]) > DETAIL_ALL_RUNS
     assert "Failure groups" in page
-    groups = {html.signature(r) for r in failed}
+    groups = {fleet.signature(r) for r in failed}
     sections = re.findall(r"<section class='run (\w+)' id='run-(\w+)-(\w+)'", page)
     assert len(sections) == min(EXAMPLES_PER_GROUP, len(failed)) * len(groups)
     assert {kind for kind, *_ in sections} == {"failed"}
     assert all(r["trace_id"] in page for r in failed)  # every failed run is listed
+
+
+def test_a_fleet_on_the_terminal_groups_failures_and_counts_healthy_runs(tmp_path):
+    """The terminal report of a fleet: every failed run named once, EXAMPLES_PER_GROUP of each
+    group as a full table, healthy runs only counted; streaming and batch print the same."""
+    path, failing = _fleet_file(tmp_path)
+    full, reduced = analyze([str(path)]), analyze_reduced([str(path)])
+    out = text.render(full)
+    assert out == text.render(reduced)
+    data = to_dict(full)
+    failed = [r for r in data["runs"] if r["status"] == "failed"]
+    healthy = [r for r in data["runs"] if r["status"] != "failed"]
+    groups = fleet.failure_groups(data["runs"])
+    assert len(failed) == len(failing) and len(groups) >= 1
+    assert all(out.count(f"trace {r['trace_id']} ") == 1 for r in failed)  # each failed run once
+    assert not any(f"trace {r['trace_id']} " in out for r in healthy)
+    assert out.count("  critical : ") == sum(min(EXAMPLES_PER_GROUP, len(m)) for m in groups.values())
+    assert out.count("\n== ") == len(groups)
+    assert f"{len(healthy)} run(s) ok, not listed" in out
 
 
 def test_a_small_report_shows_every_run(tmp_path):

@@ -15,6 +15,8 @@ from otel_agent_trace.analyzer.analysis import Analysis, Reduced
 from otel_agent_trace.analyzer.graph import RESULT_OF
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
+from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, Signature, examples,
+                                                   failure_groups, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.runs import is_step_span, is_tool_span
 from otel_agent_trace.model import GEN_AI_TOOL_NAME, STRONG_RELATIONS
@@ -66,59 +68,30 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
              f"{s['avg_steps_per_run']:.1f} steps per run on average</p></header><main>"]
     parts.append(_fleet(m, data))
     if isinstance(analysis, Reduced):  # the streaming CLI: each run's section was rendered as it came
-        rendered = {_key(r.data): r.html for r in analysis.runs}
+        rendered = {run_key(r.data): r.html for r in analysis.runs}
 
         def section(run: dict[str, Any]) -> str:
-            return rendered.get(_key(run)) or _run(run, None)
+            return rendered.get(run_key(run)) or _run(run, None)
     else:
         findings = {(f.run.trace_id, f.run.root.span_id): f for f in analysis.findings}
 
         def section(run: dict[str, Any]) -> str:
-            return _run(run, findings.get(_key(run)))
+            return _run(run, findings.get(run_key(run)))
     runs = data["runs"]
     if len(runs) <= DETAIL_ALL_RUNS:
         parts.append(_legend())
         parts.extend(section(run) for run in runs)
     else:
-        groups = _groups(runs)
-        shown = {_key(r) for group in groups.values() for r in group[:EXAMPLES_PER_GROUP]}
+        groups = failure_groups(runs)
+        shown = examples(groups)
         parts.append(_failure_groups(runs, groups, shown))
         parts.append(_legend())
-        parts.extend(section(run) for run in runs if _key(run) in shown)
+        parts.extend(section(run) for run in runs if run_key(run) in shown)
     parts.append(f"</main><script>{JS}</script></body></html>")
     return "".join(parts) + "\n"
 
 
-# A fleet report keeps a browser fast: up to DETAIL_ALL_RUNS runs every run gets its section
-# (timeline, graph, chains, replay); above, failed runs are grouped by failure signature, every
-# failed run is a row of its group's table, and EXAMPLES_PER_GROUP runs per group get a section
-# (4,466 runs gave a 64 MB page that took 34 s to load in headless Chromium).
-DETAIL_ALL_RUNS = 100
-EXAMPLES_PER_GROUP = 3
-
-
-def signature(run: dict[str, Any]) -> tuple[str, str, str, str]:
-    """What makes two failed runs the same failure: rules fired, origin error type and where
-    (the tool, or the kind of span without its step number), bug class."""
-    rules = "+".join(dict.fromkeys(x["rule_id"] for x in run.get("rules") or ())) or "-"
-    origin = run.get("origin") or {}
-    where = origin.get("tool") or " ".join(w for w in str(origin.get("span_name") or "-").split() if not w.isdigit())
-    return rules, str(origin.get("error_type") or "-"), where, str(run.get("bug_class") or "-")
-
-
-def _groups(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    for run in runs:
-        if run["status"] == "failed":
-            groups.setdefault(signature(run), []).append(run)
-    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
-
-
-def _key(run: dict[str, Any]) -> tuple[str, str]:
-    return run["trace_id"], run["run_span_id"]
-
-
-def _failure_groups(runs: list[dict[str, Any]], groups: dict[tuple[str, str, str, str], list[dict[str, Any]]],
+def _failure_groups(runs: list[dict[str, Any]], groups: dict[Signature, list[dict[str, Any]]],
                     shown: set[tuple[str, str]]) -> str:
     """The groups' tables; `shown`: the runs that get a section (linked from their row)."""
     failed = sum(len(g) for g in groups.values())
@@ -134,7 +107,7 @@ def _failure_groups(runs: list[dict[str, Any]], groups: dict[tuple[str, str, str
                    "<th>confidence</th></tr>")
         for run in members:
             trace = E(run["trace_id"])
-            link = f"<a href='#run-{trace}-{E(run['run_span_id'])}'>{trace}</a>" if _key(run) in shown else trace
+            link = f"<a href='#run-{trace}-{E(run['run_span_id'])}'>{trace}</a>" if run_key(run) in shown else trace
             origin = run.get("origin") or {}
             conf = "" if run.get("confidence") is None else f"{run['confidence']:.2f}"
             out.append(f"<tr><td><code>{link}</code></td><td>{E(run['agent'] or '')}</td><td class='num'>{run['steps']}</td>"

@@ -1,12 +1,15 @@
 """The terminal report: fleet line and metrics, one line per run, and for each failed run a compact
-table origin -> chain -> critical with bug class, confidence and evidence. ANSI colour only when
-asked (the CLI asks when stdout is a terminal and NO_COLOR is unset)."""
+table origin -> chain -> critical with bug class, confidence and evidence. Past
+`fleet.DETAIL_ALL_RUNS` runs, failed runs are grouped by failure signature (a few in full, every
+other one on a line of its own) and healthy runs are counted, as in the HTML report. ANSI colour
+only when asked (the CLI asks when stdout is a terminal and NO_COLOR is unset)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 PHASE_COLOR = {"origin": "31;1", "propagate": "33", "recovered": "32", "critical": "35;1"}
@@ -36,39 +39,78 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
     metrics = summary.get("metrics")
     if metrics and metrics["runs"]:
         lines.extend(_metrics(metrics))
-    for run in data["runs"]:
-        label = run["agent"] or "agent"
-        status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
-        lines.append("")
-        lines.append(f"{status} {label}  trace {run['trace_id']}  {run['steps']} steps")
-        if run["status"] != "failed":
-            if run["recovered"]:
-                lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
-            continue
-        critical = run["critical"]
-        rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
-        lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
-                     + (f"  [{rules}]" if rules else ""))
-        origin = run["origin"]
-        if origin is None:
-            lines.append("  origin   : not found in the trace")
-            if run.get("bug_class"):
-                lines.append(f"  bug class: {paint(run['bug_class'], CLASS_COLOR.get(run['bug_class']))}")
-        else:
-            conf = run.get("confidence")
-            conf_text = f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
-            lines.append(f"  origin   : {paint(_where(origin), PHASE_COLOR['origin'])}  {origin['error_type']}  "
-                         f"(span {origin['span_id']}){conf_text}")
-            bug = run["bug_class"] or "unknown"
-            lines.append(f"  bug class: {paint(bug, CLASS_COLOR.get(bug))}")
-            lines.append("  chain    :")
-            lines.extend(_chain(run["chain"], paint))
-            for n, (cand, chain) in enumerate(zip(run.get("candidates", [])[1:], run.get("chains", [])[1:]), start=2):
-                lines.append(f"  chain {n}  : from {_where(cand)} [{cand['error_type']}]  confidence {cand['confidence']:.2f}")
-                lines.extend(_chain(chain, paint))
-        for note in run["evidence"]:
-            lines.append(f"  evidence : {note}")
+    runs = data["runs"]
+    if len(runs) <= DETAIL_ALL_RUNS:
+        for run in runs:
+            lines.extend(_run(run, paint))
+    else:
+        lines.extend(_fleet(runs, paint))
     return "\n".join(lines) + "\n"
+
+
+def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
+    """A healthy run on one line (with its recovered errors), a failed run as its table."""
+    status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
+    lines = [f"{status} {run['agent'] or 'agent'}  trace {run['trace_id']}  {run['steps']} steps"]
+    if run["status"] != "failed":
+        if run["recovered"]:
+            lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
+        return lines
+    lines.insert(0, "")
+    critical = run["critical"]
+    rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
+    lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
+                 + (f"  [{rules}]" if rules else ""))
+    origin = run["origin"]
+    if origin is None:
+        lines.append("  origin   : not found in the trace")
+        if run.get("bug_class"):
+            lines.append(f"  bug class: {paint(run['bug_class'], CLASS_COLOR.get(run['bug_class']))}")
+    else:
+        lines.append(f"  origin   : {paint(_where(origin), PHASE_COLOR['origin'])}  {origin['error_type']}  "
+                     f"(span {origin['span_id']}){_confidence(run)}")
+        bug = run["bug_class"] or "unknown"
+        lines.append(f"  bug class: {paint(bug, CLASS_COLOR.get(bug))}")
+        lines.append("  chain    :")
+        lines.extend(_chain(run["chain"], paint))
+        for n, (cand, chain) in enumerate(zip(run.get("candidates", [])[1:], run.get("chains", [])[1:]), start=2):
+            lines.append(f"  chain {n}  : from {_where(cand)} [{cand['error_type']}]  confidence {cand['confidence']:.2f}")
+            lines.extend(_chain(chain, paint))
+    for note in run["evidence"]:
+        lines.append(f"  evidence : {note}")
+    return lines
+
+
+def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
+    """Failed runs by failure group: the first runs of a group in full, the others one line each."""
+    groups = failure_groups(runs)
+    failed = sum(len(members) for members in groups.values())
+    healthy = [r for r in runs if r["status"] != "failed"]
+    recovered = sum(1 for r in healthy if r["recovered"])
+    lines = ["", f"{failed} failed run(s) in {len(groups)} group(s) of the same rules, origin and bug class; "
+             f"the first {EXAMPLES_PER_GROUP} of each in full. `otel-agent-trace show TRACE_ID FILE` replays any run."]
+    for (rules, etype, where, bug), members in groups.items():
+        found = f"origin {etype} at {where}" if (etype, where) != ("-", "-") else "no origin found"
+        lines.append("")
+        lines.append(paint(f"== {len(members)} x {rules}: {found}" + (f", {bug}" if bug != "-" else ""), "1"))
+        for run in members[:EXAMPLES_PER_GROUP]:
+            lines.extend(_run(run, paint))
+        if len(members) > EXAMPLES_PER_GROUP:
+            lines.append("")
+        for run in members[EXAMPLES_PER_GROUP:]:
+            origin = run["origin"]
+            at = f"  origin {_where(origin)}{_confidence(run)}" if origin else ""
+            lines.append(f"{paint('FAILED', '31;1')} {run['agent'] or 'agent'}  trace {run['trace_id']}  "
+                         f"{run['steps']} steps{at}")
+    lines.append("")
+    lines.append(paint(f"{len(healthy)} run(s) ok", "32") + f", not listed ({recovered} recovered from an error); "
+                 "`--format json` lists every run.")
+    return lines
+
+
+def _confidence(run: dict[str, Any]) -> str:
+    conf = run.get("confidence")
+    return f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else ""
 
 
 def _chain(chain: list[dict], paint: _Paint) -> list[str]:

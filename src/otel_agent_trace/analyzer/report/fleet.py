@@ -1,0 +1,44 @@
+"""How a report of many runs stays readable: failed runs grouped by failure signature, a few
+examples of each group in full, healthy runs counted. Shared by the HTML and terminal reports.
+
+Up to DETAIL_ALL_RUNS runs, every run is shown in full; above, failed runs are grouped, every
+failed run is still named (a row of its group), and EXAMPLES_PER_GROUP runs per group are shown in
+full (4,466 runs gave a 64 MB page that took 34 s to load in headless Chromium, and ~18,000
+mostly "ok" lines on a terminal for 8,955 runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DETAIL_ALL_RUNS = 100
+EXAMPLES_PER_GROUP = 3
+
+Signature = tuple[str, str, str, str]
+
+
+def signature(run: dict[str, Any]) -> Signature:
+    """What makes two failed runs the same failure: rules fired, origin error type and where
+    (the tool, or the kind of span without its step number), bug class."""
+    rules = "+".join(dict.fromkeys(x["rule_id"] for x in run.get("rules") or ())) or "-"
+    origin = run.get("origin") or {}
+    where = origin.get("tool") or " ".join(w for w in str(origin.get("span_name") or "-").split() if not w.isdigit())
+    return rules, str(origin.get("error_type") or "-"), where, str(run.get("bug_class") or "-")
+
+
+def failure_groups(runs: list[dict[str, Any]]) -> dict[Signature, list[dict[str, Any]]]:
+    """Failed runs by signature, largest group first (then by signature: a stable order)."""
+    groups: dict[Signature, list[dict[str, Any]]] = {}
+    for run in runs:
+        if run["status"] == "failed":
+            groups.setdefault(signature(run), []).append(run)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def run_key(run: dict[str, Any]) -> tuple[str, str]:
+    """A run's identity in a report (a trace may hold several runs)."""
+    return run["trace_id"], run["run_span_id"]
+
+
+def examples(groups: dict[Signature, list[dict[str, Any]]]) -> set[tuple[str, str]]:
+    """The runs shown in full: the first EXAMPLES_PER_GROUP of each group."""
+    return {run_key(r) for members in groups.values() for r in members[:EXAMPLES_PER_GROUP]}
