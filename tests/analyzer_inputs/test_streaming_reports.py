@@ -96,6 +96,11 @@ def test_a_fleet_on_the_terminal_groups_failures_and_counts_healthy_runs(tmp_pat
     assert out.count("  critical : ") == sum(min(EXAMPLES_PER_GROUP, len(m)) for m in groups.values())
     assert out.count("\n== ") == len(groups)
     assert f"{len(healthy)} run(s) ok, not listed" in out
+    page = markdown.render(full)  # Markdown: one table of failed runs per group, examples detailed
+    assert page == markdown.render(reduced)
+    assert all(page.count(f"`{r['trace_id']}`") == 1 + (fleet.run_key(r) in fleet.examples(groups)) for r in failed)
+    assert not any(r["trace_id"] in page for r in healthy)
+    assert page.count("### Failed run ") == len(fleet.examples(groups))
 
 
 def test_a_small_report_shows_every_run(tmp_path):

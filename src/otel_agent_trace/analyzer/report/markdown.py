@@ -1,10 +1,13 @@
-"""`--format md`: the fleet summary and, per failed run, origin -> chain -> critical as tables."""
+"""`--format md`: the fleet summary and, per failed run, origin -> chain -> critical as tables.
+Past `fleet.DETAIL_ALL_RUNS` runs, the runs table becomes one table of failed runs per failure
+group, and only the first runs of each group get their chain tables (as the HTML report)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
+from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups, run_key
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 
@@ -52,14 +55,23 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
         if f["by_bug_class"]:
             out += ["Failures by bug class: " + ", ".join(f"**{k}** {v}" for k, v in f["by_bug_class"].items()) + "; "
                     "by origin error type: " + ", ".join(f"`{k}` {v}" for k, v in f["by_origin_error_type"].items()), ""]
-    out += ["## Runs", "", "| status | agent | trace | steps | origin | bug class | confidence |", "|---|---|---|---:|---|---|---:|"]
-    for r in data["runs"]:
-        origin = f"{_where(r['origin'])} `{r['origin']['error_type']}`" if r["origin"] else ""
-        conf = "" if r.get("confidence") is None else f"{r['confidence']:.2f}"
-        out.append(f"| {r['status']} | {_cell(r['agent'])} | `{r['trace_id']}` | {r['steps']} | {_cell(origin)} | "
-                   f"{r['bug_class'] or ''} | {conf} |")
-    out.append("")
-    for r in data["runs"]:
+    runs = data["runs"]
+    if len(runs) <= DETAIL_ALL_RUNS:
+        out += ["## Runs", ""] + _runs_table(runs)
+        detailed = runs
+    else:
+        groups = failure_groups(runs)
+        shown = examples(groups)
+        failed = sum(len(members) for members in groups.values())
+        out += ["## Failure groups", "", f"{len(runs)} runs: {failed} failed in {len(groups)} group(s) of the same rules, "
+                f"origin and bug class; the first {EXAMPLES_PER_GROUP} of each are detailed below, "
+                f"{len(runs) - failed} healthy runs are only counted. `otel-agent-trace show TRACE_ID FILE` replays any run.", ""]
+        for (rules, etype, where, bug), members in groups.items():
+            found = f"origin `{etype}` at `{_cell(where)}`" if (etype, where) != ("-", "-") else "no origin found"
+            out += [f"### {len(members)} x `{rules}`: {found}" + (f", {bug}" if bug != "-" else ""), ""]
+            out += _runs_table(members)
+        detailed = [r for r in runs if run_key(r) in shown]
+    for r in detailed:
         if r["status"] != "failed":
             continue
         out += [f"### Failed run `{r['trace_id']}` ({_cell(r['agent'])})", ""]
@@ -77,3 +89,14 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
         if r["evidence"]:
             out += ["Evidence:", ""] + [f"- {_cell(e)}" for e in r["evidence"]] + [""]
     return "\n".join(out) + "\n"
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> list[str]:
+    out = ["| status | agent | trace | steps | origin | bug class | confidence |", "|---|---|---|---:|---|---|---:|"]
+    for r in runs:
+        origin = f"{_where(r['origin'])} `{r['origin']['error_type']}`" if r["origin"] else ""
+        conf = "" if r.get("confidence") is None else f"{r['confidence']:.2f}"
+        out.append(f"| {r['status']} | {_cell(r['agent'])} | `{r['trace_id']}` | {r['steps']} | {_cell(origin)} | "
+                   f"{r['bug_class'] or ''} | {conf} |")
+    out.append("")
+    return out
