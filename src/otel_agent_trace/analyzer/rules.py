@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
-from otel_agent_trace.analyzer.runs import Run, is_run_span, is_step_span, is_tool_span
+from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_step_span, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import GEN_AI_OPERATION_NAME, OP_CHAT
 
 STATUS_ERROR = 2
 
@@ -149,7 +148,7 @@ def span_kind(span: Span) -> str:
         return "step"
     if is_tool_span(span):
         return "tool"
-    if span.attr(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(OP_CHAT + " "):
+    if is_chat_span(span):
         return "chat"
     return "other"
 
