@@ -168,9 +168,11 @@ def facts(span: Span, life: Lifecycle) -> tuple[str | None, set[str]]:
     return phase, types
 
 
-def matches(rule: Rule, span: Span, life: Lifecycle) -> bool:
+def matches(rule: Rule, span: Span, life: Lifecycle,
+            known: tuple[str | None, set[str]] | None = None) -> bool:
+    """`known`: the span's `facts`, when already computed (`fire` asks every rule about a span)."""
     m = rule.match
-    phase, types = facts(span, life)
+    phase, types = facts(span, life) if known is None else known
     if "phase" in m and str(m["phase"]).lower() != (phase or ""):
         return False
     if "error_type" in m:
@@ -197,17 +199,17 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     """Every (rule, span) that matched, root first, then by start time."""
     out: list[Fired] = []
     rules = [r for r in rules if r.enabled]
-    spans = sorted(run.spans.values(), key=lambda s: (s is not run.root, s.start_ns, s.span_id))
+    spans = run.spans.values()
     # when every rule needs an error type or a phase, a span without either (no lifecycle state,
     # status not ERROR: most spans of a healthy run) cannot match: skip it without the full check
-    need_facts = bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules)
-    states = life.states
-    for span in spans:
-        if need_facts and span.status_code != STATUS_ERROR:
-            st = states.get(span.span_id)
-            if st is None or not (st.phase or st.error_type or st.flags):
-                continue
-        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life)]
+    # (before sorting: only the spans that may match need an order)
+    if bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules):
+        states = life.states
+        spans = [s for s in spans if s.status_code == STATUS_ERROR
+                 or ((st := states.get(s.span_id)) is not None and (st.phase or st.error_type or st.flags))]
+    for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
+        known = facts(span, life)
+        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]
         if len(hits) > 1:  # the recorded-critical fallback only when nothing more specific matched
             hits = [h for h in hits if h.rule.rule_id != "RECORDED_CRITICAL"]
         out.extend(hits)
