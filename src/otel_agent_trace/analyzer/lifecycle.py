@@ -33,9 +33,12 @@ Flags are facts rules can match on besides the error type (`tool_retry_exceeded`
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
@@ -68,6 +71,7 @@ TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "age
 _ORIGIN, _PROPAGATE, _RECOVERED, _CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,
                                                                 Phase.CRITICAL))
 _RETRY_OF = Relation.RETRY_OF.value
+_START_ID = attrgetter("start_ns", "span_id")  # the order spans are looked at in: by start, ties by id
 _LOOP_DETECTED = ErrorType.LOOP_DETECTED.value
 # `agent_trace.tool.outcome` value -> the error type it means (None: ok); an unknown value is absent
 _OUTCOME_TYPE = {o.value: (OUTCOME_ERROR_TYPE[o].value if o != Outcome.OK else None) for o in Outcome}
@@ -201,10 +205,10 @@ def restated_failures(run: Run) -> dict[str, str]:
 
 def arguments_malformed(span: Span) -> bool:
     args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
-    if not isinstance(args, str) or not args.strip():
+    if not isinstance(args, str):
         return False
     text = args.strip()
-    if text[:1] not in "{[":
+    if not text or text[0] not in "{[":
         return False  # plain-text arguments are a convention, not an error
     return isinstance(parse_json_or_text(text), str)
 
@@ -214,9 +218,11 @@ def tool_definitions(run: Run) -> set[str] | None:
     names: set[str] = set()
     found = False
     for span in run.spans.values():
-        get = span.attributes.get
+        attributes = span.attributes
+        if attributes.keys().isdisjoint(TOOL_DEFINITIONS_KEYS):
+            continue  # (most spans: one check instead of a lookup per key)
         for key in TOOL_DEFINITIONS_KEYS:
-            raw = get(key)
+            raw = attributes.get(key)
             if raw is None:
                 continue
             value = parse_json_or_text(raw) if isinstance(raw, str) else raw
@@ -234,7 +240,7 @@ def tool_definitions(run: Run) -> set[str] | None:
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
     life = Lifecycle()
-    spans = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
+    spans = sorted(run.spans.values(), key=_START_ID)
 
     # 1. origins recorded online, then derived ones
     for span in spans:
@@ -311,6 +317,14 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     return life
 
 
+def count(items: list[str]) -> dict[str, int]:
+    """How many times each item occurs (a `Counter`, without its cost on a handful of items)."""
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
 def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
     st = life.state(span.span_id)
     if span.span_id in life.origins and st.error_type:
@@ -323,31 +337,30 @@ def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
 
 
 def _call_key(span: Span) -> tuple[str, str]:
-    args = parse_json_or_text(span.attr(GEN_AI_TOOL_CALL_ARGUMENTS))
+    attributes = span.attributes
+    args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
     try:
-        import orjson
-
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         canon = str(args)
-    return str(span.attr(GEN_AI_TOOL_NAME) or span.name), canon
+    return str(attributes.get(GEN_AI_TOOL_NAME) or span.name), canon
 
 
 def _loops(run: Run, life: Lifecycle) -> None:
-    if any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
-        return
     if len(run.tools) < LOOP_THRESHOLD:
         return  # too few calls to repeat one LOOP_THRESHOLD times
+    if any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
+        return
     calls = [t for t in run.tools if t.span_id not in life.origins]
     # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
     names = [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in calls]
-    per_name = Counter(names)
-    counts: Counter[tuple[str, str]] = Counter()
+    per_name = count(names)
+    counts: dict[tuple[str, str], int] = {}
     for tool, name in zip(calls, names):
         if per_name[name] < LOOP_THRESHOLD:
             continue  # too few calls of this tool to loop: no need to canonicalize its arguments
         key = life.call_key(tool)
-        counts[key] += 1
+        counts[key] = counts.get(key, 0) + 1
         if counts[key] == LOOP_THRESHOLD:
             parent = run.spans.get(tool.parent_id or "")
             target = parent if parent is not None and parent in run.steps else tool
@@ -376,12 +389,13 @@ def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None)
         return
     if run.root.attr(SUBAGENT_RUNS):
         return
-    others: list[Span] = []
     finals: list[Span] = []
     for tool in run.tools:
-        (finals if _is_final_answer_tool(tool) else others).append(tool)
+        if not _is_final_answer_tool(tool):
+            return  # a tool other than the final answer ran: the answer may rest on its result
+        finals.append(tool)
     has_tools = bool(finals) or bool(definitions and any(not FINAL_ANSWER_TOOL.match(d) for d in definitions))
-    if others or not has_tools:
+    if not has_tools:
         return
     if finals:
         decider = max((s for s in run.steps if s.start_ns <= finals[0].start_ns), key=lambda s: s.start_ns, default=None)
@@ -412,7 +426,7 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
 
     given = set(definitions or ())
     outputs: list[str] = []
-    for span in sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id)):
+    for span in sorted(run.spans.values(), key=_START_ID):
         if span.start_ns > decider.end_ns:
             break
         facts = facts_of(span)
@@ -439,7 +453,7 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
             if lost:
                 _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
                       f"{len(lost)} message(s) of the previous step's context are missing")
-        previous = list(hashes)
+        previous = hashes
 
 
 def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
@@ -447,10 +461,10 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     if not life.origins:
         return  # nothing failed: nothing to retry or recover
     has_retry_edges = any(rel == _RETRY_OF for edges in graph.edges.values() for _, rel in edges)
+    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
     if not has_retry_edges:
         last_failed: dict[str, str] = {}
-        for tool in run.tools:
-            name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+        for tool, name in zip(run.tools, names):
             if name in last_failed:
                 graph.add(tool.span_id, last_failed.pop(name), _RETRY_OF)
                 life.derived_retries.append((tool.span_id, graph.edges[tool.span_id][-1][0]))
@@ -459,8 +473,7 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     failed = {s for s in life.origins if s in run.tool_ids}
     # consecutive failures of one tool
     streak: dict[str, int] = defaultdict(int)
-    for tool in run.tools:
-        name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+    for tool, name in zip(run.tools, names):
         if tool.span_id in failed:
             streak[name] += 1
             if streak[name] >= RETRY_EXCEEDED_THRESHOLD:

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from otel_agent_trace.analyzer.lifecycle import _call_key
+from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
@@ -132,7 +132,7 @@ def run_metrics(f: Finding) -> RunMetrics:
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
     names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
-    per_name = Counter(names)
+    per_name = count(names)
     for tool, name in zip(run.tools, names):
         etype = life.error_type(tool.span_id) if life else None
         origin = bool(life and tool.span_id in life.origins)

@@ -115,7 +115,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         spans_of[node.span_id] = node
         below = children.get(node.span_id)
         if below:
-            stack.extend(c for c in below if c.span_id not in run_ids)
+            stack += [c for c in below if c.span_id not in run_ids]
         if is_step_span(node):
             steps.append(node)
         if is_tool_span(node):
