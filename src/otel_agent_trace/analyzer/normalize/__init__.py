@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from operator import methodcaller
 
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
 from otel_agent_trace.analyzer.normalize.evidence import result_error
@@ -80,13 +79,7 @@ _MIN_MATCH = 12
 
 
 def is_ours(spans: list[Span]) -> bool:
-    # (each span's keys first looked through in C: a foreign trace has no `agent_trace.` key at all)
-    return any(any(map(_OUR_KEY, s.attributes))
-               and any(key.startswith("agent_trace.") and key != NORMALIZED_FROM for key in s.attributes)
-               for s in spans)
-
-
-_OUR_KEY = methodcaller("startswith", "agent_trace.")
+    return any(key.startswith("agent_trace.") and key != NORMALIZED_FROM for s in spans for key in s.attributes)
 
 
 def normalize_trace(spans: list[Span]) -> str | None:
