@@ -130,14 +130,17 @@ _LISTED_TOOL = re.compile(r"^- ([A-Za-z_][A-Za-z0-9_]*):", re.MULTILINE)
 
 def listed_tools(prompt: object) -> set[str]:
     """Tool / team-member names listed in a prompt, `- name: description` at the start of a line."""
-    return set(_LISTED_TOOL.findall(prompt)) if isinstance(prompt, str) else set()
+    if not isinstance(prompt, str) or not (prompt.startswith("- ") or "\n- " in prompt):
+        return set()  # no line starts with `- `: nothing to search for
+    return set(_LISTED_TOOL.findall(prompt))
 
 
 def mentioned(text: object, names: set[str]) -> set[str]:
     """The names the text contains as whole words (identifiers: `search_agent`, `visualizer`)."""
     if not isinstance(text, str) or not names:
         return set()
-    return {n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
+    # (a name not in the text at all needs no search for it as a word)
+    return {n for n in names if n in text and re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
 
 
 def _line_of(text: str, pos: int, limit: int = 120) -> str:
