@@ -232,11 +232,10 @@ def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span
             (report.bad if bad else report.warn)(line, reason)
 
     by_id: dict[str, Span] = {}
+    first_of = by_id.setdefault
     for span in spans:
-        first = by_id.get(span.span_id)
-        if first is None:
-            by_id[span.span_id] = span
-        elif first is not span:
+        first = first_of(span.span_id, span)
+        if first is not span:
             where = f"{first.source[0]}:{first.source[1]}" if first.source else "?"
             note(span, f"duplicate span id {span.span_id} in trace {span.trace_id} (first at {where}); dropped", True)
     for span in by_id.values():
@@ -248,6 +247,10 @@ def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span
     rooted: set[str] = set()  # spans whose ancestors are known to end at a root (walked already)
     for span in by_id.values():  # parent cycles: walk up, break at the span that closes the loop
         if span.span_id in rooted:
+            continue
+        parent = span.parent_id
+        if not parent or parent not in by_id or parent in rooted:
+            rooted.add(span.span_id)  # a root, or below a walked span: nothing to walk
             continue
         seen = {span.span_id}
         node = span
@@ -266,19 +269,19 @@ def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span
 def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
     edges = {}
     backwards = True  # every edge goes to a span that started earlier: no cycle, no search needed
-    for span in by_id.values():
+    for span_id, span in by_id.items():
         targets = span.attributes.get(DEPENDS_ON)
         if isinstance(targets, list):
-            out = edges[span.span_id] = [t for t in targets if isinstance(t, str) and t in by_id]
+            out = edges[span_id] = [t for t in targets if isinstance(t, str) and t in by_id]
         elif span.links:
-            out = edges[span.span_id] = [k.span_id for k in span.links if k.span_id in by_id]
+            out = edges[span_id] = [k.span_id for k in span.links if k.span_id in by_id]
         else:
             continue
         if backwards:
             start = span.start_ns
             for target in out:
                 other = by_id[target].start_ns
-                if other > start or (other == start and target >= span.span_id):
+                if other > start or (other == start and target >= span_id):
                     backwards = False
                     break
     if not edges or backwards:

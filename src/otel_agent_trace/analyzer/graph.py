@@ -13,6 +13,7 @@ from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.model import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION, Relation
 
 RESULT_OF = "result_of"  # run -> its last step (structural)
+_DECIDED_BY, _CONSUMES, _RETRY_OF = Relation.DECIDED_BY.value, Relation.CONSUMES.value, Relation.RETRY_OF.value
 
 
 @dataclass
@@ -22,25 +23,34 @@ class Graph:
     derived: bool = False  # edges inferred from the span tree, not recorded
 
     def add(self, source: str, target: str, relation: str) -> None:
-        if source == target or (target, relation) in self.edges[source]:
+        if source == target:
             return
-        self.edges[source].append((target, relation))
+        edge = (target, relation)
+        out = self.edges[source]
+        if edge in out:
+            return
+        out.append(edge)
         self.reverse[target].append((source, relation))
 
 
 def build_graph(run: Run) -> Graph:
     graph = Graph()
-    for span in run.spans.values():
-        targets = span.attr(DEPENDS_ON)
-        relations = span.attr(DEPENDS_ON_RELATIONS)
+    spans = run.spans
+    add = graph.add
+    for span in spans.values():
+        get = span.attributes.get
+        targets = get(DEPENDS_ON)
+        relations = get(DEPENDS_ON_RELATIONS)
         if isinstance(targets, list) and isinstance(relations, list) and len(targets) == len(relations):
-            pairs = list(zip(targets, relations))
-        else:
+            pairs = zip(targets, relations)
+        elif span.links:
             pairs = [(link.span_id, link.attributes.get(LINK_RELATION)) for link in span.links
                      if link.trace_id == span.trace_id and link.attributes.get(LINK_RELATION)]
+        else:
+            continue
         for target, relation in pairs:
-            if isinstance(target, str) and target in run.spans:
-                graph.add(span.span_id, target, str(relation))
+            if isinstance(target, str) and target in spans:
+                add(span.span_id, target, str(relation))
     if not any(graph.edges.values()):
         derive_edges(run, graph)
     if run.steps:
@@ -63,11 +73,11 @@ def derive_edges(run: Run, graph: Graph) -> None:
         while node is not None and node.span_id not in step_ids:
             node = run.spans.get(node.parent_id or "")
         if node is not None:
-            graph.add(tool.span_id, node.span_id, Relation.DECIDED_BY.value)
+            graph.add(tool.span_id, node.span_id, _DECIDED_BY)
             tools_of[node.span_id].append(tool.span_id)
     for before, after in zip(run.steps, run.steps[1:]):
         for tool_id in tools_of.get(before.span_id, ()):
-            graph.add(after.span_id, tool_id, Relation.CONSUMES.value)
+            graph.add(after.span_id, tool_id, _CONSUMES)
 
 
 def recovered_spans(graph: Graph, failed: set[str]) -> set[str]:
@@ -79,7 +89,7 @@ def recovered_spans(graph: Graph, failed: set[str]) -> set[str]:
         while frontier:
             current = frontier.pop()
             for source, relation in graph.reverse.get(current, ()):
-                if relation != Relation.RETRY_OF.value or source in seen:
+                if relation != _RETRY_OF or source in seen:
                     continue
                 seen.add(source)
                 if source not in failed:

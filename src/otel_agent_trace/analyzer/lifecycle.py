@@ -33,25 +33,26 @@ Flags are facts rules can match on besides the error type (`tool_retry_exceeded`
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
-from otel_agent_trace.analyzer.runs import Run, is_tool_span
+from otel_agent_trace.analyzer.runs import Run, is_chat_span
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
     ERROR_TYPE,
-    GEN_AI_OPERATION_NAME,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
     LIFECYCLE_PHASE,
-    OP_CHAT,
     OUTCOME_ERROR_TYPE,
     TOOL_OUTCOME,
     ErrorType,
@@ -66,6 +67,14 @@ LOOP_THRESHOLD = 3  # same tool + same arguments requested this many times in on
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
+# enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)
+_ORIGIN, _PROPAGATE, _RECOVERED, _CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,
+                                                                Phase.CRITICAL))
+_RETRY_OF = Relation.RETRY_OF.value
+_START_ID = attrgetter("start_ns", "span_id")  # the order spans are looked at in: by start, ties by id
+_LOOP_DETECTED = ErrorType.LOOP_DETECTED.value
+# `agent_trace.tool.outcome` value -> the error type it means (None: ok); an unknown value is absent
+_OUTCOME_TYPE = {o.value: (OUTCOME_ERROR_TYPE[o].value if o != Outcome.OK else None) for o in Outcome}
 
 
 @dataclass
@@ -105,24 +114,19 @@ class Lifecycle:
         return s.phase if s else None
 
 
-def chat_is_error(span: Span) -> bool:
-    return span.attr(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(OP_CHAT + " ")
+chat_is_error = is_chat_span  # (its former name)
 
 
 def tool_error_type(span: Span) -> tuple[str | None, bool]:
     """(error type, derived) of a tool span, or (None, False) when it succeeded."""
-    outcome = span.attr(TOOL_OUTCOME)
+    outcome = span.attributes.get(TOOL_OUTCOME)
     if outcome:
-        try:
-            kind = Outcome(str(outcome))
-        except ValueError:
-            return None, False
-        return (OUTCOME_ERROR_TYPE[kind].value if kind != Outcome.OK else None), False
-    if span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events):
+        return _OUTCOME_TYPE.get(str(outcome)), False
+    if _raised(span):
         text = (span.status_message + " " + " ".join(str(e.attributes.get("exception.type", ""))
                                                      for e in span.events)).lower()
         return (ErrorType.TOOL_TIMEOUT.value if "timeout" in text else ErrorType.TOOL_EXCEPTION.value), True
-    result = span.attr(GEN_AI_TOOL_CALL_RESULT)
+    result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
     if result is not None:
         kind = classify_result(result)
         if kind != Outcome.OK:
@@ -179,7 +183,8 @@ def exception_error_type(span: Span) -> str:
 
 
 def _raised(span: Span) -> bool:
-    return span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)
+    """Status ERROR, or an `exception` event."""
+    return span.status_code == STATUS_ERROR or (bool(span.events) and any(e.name == "exception" for e in span.events))
 
 
 def restated_failures(run: Run) -> dict[str, str]:
@@ -191,19 +196,19 @@ def restated_failures(run: Run) -> dict[str, str]:
     for span in run.spans.values():
         if not span.parent_id or span is run.root or not _raised(span):
             continue
-        if is_tool_span(span):
+        if span.span_id in run.tool_ids:
             out[span.parent_id] = "tool"
-        elif chat_is_error(span):
+        elif span.span_id in run.chat_ids:
             out.setdefault(span.parent_id, "model call")
     return out
 
 
 def arguments_malformed(span: Span) -> bool:
-    args = span.attr(GEN_AI_TOOL_CALL_ARGUMENTS)
-    if not isinstance(args, str) or not args.strip():
+    args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    if not isinstance(args, str):
         return False
     text = args.strip()
-    if text[:1] not in "{[":
+    if not text or text[0] not in "{[":
         return False  # plain-text arguments are a convention, not an error
     return isinstance(parse_json_or_text(text), str)
 
@@ -213,8 +218,11 @@ def tool_definitions(run: Run) -> set[str] | None:
     names: set[str] = set()
     found = False
     for span in run.spans.values():
+        attributes = span.attributes
+        if attributes.keys().isdisjoint(TOOL_DEFINITIONS_KEYS):
+            continue  # (most spans: one check instead of a lookup per key)
         for key in TOOL_DEFINITIONS_KEYS:
-            raw = span.attr(key)
+            raw = attributes.get(key)
             if raw is None:
                 continue
             value = parse_json_or_text(raw) if isinstance(raw, str) else raw
@@ -232,12 +240,13 @@ def tool_definitions(run: Run) -> set[str] | None:
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
     life = Lifecycle()
-    spans = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
+    spans = sorted(run.spans.values(), key=_START_ID)
 
     # 1. origins recorded online, then derived ones
     for span in spans:
-        recorded_phase = span.attr(LIFECYCLE_PHASE)
-        recorded_type = span.attr(ERROR_TYPE)
+        get = span.attributes.get
+        recorded_phase = get(LIFECYCLE_PHASE)
+        recorded_type = get(ERROR_TYPE)
         if not recorded_phase and not recorded_type:
             continue  # states are created only for spans that have something to say
         st = life.state(span.span_id)
@@ -245,18 +254,19 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             st.phase = str(recorded_phase)
         if recorded_type:
             st.error_type = str(recorded_type)
-        if recorded_phase == Phase.ORIGIN.value:
+        if recorded_phase == _ORIGIN:
             life.origins.add(span.span_id)
             st.reason = "recorded"
     definitions = tool_definitions(run)
     restating = restated_failures(run)
+    tool_ids, chat_ids = run.tool_ids, run.chat_ids
     for span in spans:
         derived_type: str | None = None
         reason = ""
         inferred = True  # False when the error is read from a recorded attribute (tool outcome)
-        if is_tool_span(span):
+        if span.span_id in tool_ids:
             etype, was_derived = tool_error_type(span)
-            name = span.attr(GEN_AI_TOOL_NAME)
+            name = span.attributes.get(GEN_AI_TOOL_NAME)
             if arguments_malformed(span):
                 derived_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
             elif definitions is not None and name and str(name) not in definitions:
@@ -265,20 +275,20 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type = etype
                 inferred = was_derived
                 reason = "tool outcome" if not was_derived else "tool status/result"
-                evidence = span.attr(ERROR_EVIDENCE)
+                evidence = span.attributes.get(ERROR_EVIDENCE)
                 if evidence:
                     reason = f"tool result: {evidence}"
-                elif span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events):
+                elif _raised(span):
                     kind, reason = exception_reason(span)
                     if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
                         derived_type = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
-        elif chat_is_error(span):
-            reasons = span.attr(GEN_AI_RESPONSE_FINISH_REASONS)
+        elif span.span_id in chat_ids:
+            reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
             if span.status_code == STATUS_ERROR:
                 derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
             elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
-        elif span is not run.root and (span.status_code == STATUS_ERROR or any(e.name == "exception" for e in span.events)):
+        elif span is not run.root and _raised(span):
             # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
             # running the model's code): the exception type says what kind of error it was. When
             # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
@@ -286,7 +296,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 st = life.state(span.span_id)
                 st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
                 if not st.phase:
-                    st.phase, st.derived = Phase.PROPAGATE.value, True
+                    st.phase, st.derived = _PROPAGATE, True
                 continue
             kind, evidence = exception_reason(span)
             derived_type = KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value)
@@ -297,14 +307,22 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             if not st.error_type:
                 st.error_type = derived_type
                 st.derived = inferred
-            st.phase = st.phase if st.phase in (Phase.ORIGIN.value, Phase.CRITICAL.value) else Phase.ORIGIN.value
+            st.phase = st.phase if st.phase in (_ORIGIN, _CRITICAL) else _ORIGIN
             st.reason = reason
     _loops(run, life)
     _unsupported_answer(run, life, definitions)
     _dropped_context(run, life)
     _retries(run, graph, life)
-    _propagate(run, graph, life)
+    _propagate(graph, life, spans)
     return life
+
+
+def count(items: list[str]) -> dict[str, int]:
+    """How many times each item occurs (a `Counter`, without its cost on a handful of items)."""
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
 
 
 def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
@@ -312,39 +330,41 @@ def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
     if span.span_id in life.origins and st.error_type:
         return
     life.origins.add(span.span_id)
-    st.phase = Phase.ORIGIN.value
+    st.phase = _ORIGIN
     st.error_type = error_type
     st.derived = True
     st.reason = reason
 
 
 def _call_key(span: Span) -> tuple[str, str]:
-    args = parse_json_or_text(span.attr(GEN_AI_TOOL_CALL_ARGUMENTS))
+    attributes = span.attributes
+    args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
     try:
-        import orjson
-
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         canon = str(args)
-    return str(span.attr(GEN_AI_TOOL_NAME) or span.name), canon
+    return str(attributes.get(GEN_AI_TOOL_NAME) or span.name), canon
 
 
 def _loops(run: Run, life: Lifecycle) -> None:
-    if any(life.error_type(s.span_id) == ErrorType.LOOP_DETECTED.value for s in run.steps):
+    if len(run.tools) < LOOP_THRESHOLD:
+        return  # too few calls to repeat one LOOP_THRESHOLD times
+    if any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
     calls = [t for t in run.tools if t.span_id not in life.origins]
     # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
-    per_name = Counter(str(t.attr(GEN_AI_TOOL_NAME) or t.name) for t in calls)
-    counts: Counter[tuple[str, str]] = Counter()
-    for tool in calls:
-        if per_name[str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)] < LOOP_THRESHOLD:
+    names = [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in calls]
+    per_name = count(names)
+    counts: dict[tuple[str, str], int] = {}
+    for tool, name in zip(calls, names):
+        if per_name[name] < LOOP_THRESHOLD:
             continue  # too few calls of this tool to loop: no need to canonicalize its arguments
         key = life.call_key(tool)
-        counts[key] += 1
+        counts[key] = counts.get(key, 0) + 1
         if counts[key] == LOOP_THRESHOLD:
             parent = run.spans.get(tool.parent_id or "")
             target = parent if parent is not None and parent in run.steps else tool
-            _mark(life, target, ErrorType.LOOP_DETECTED.value,
+            _mark(life, target, _LOOP_DETECTED,
                   f"{key[0]} called {LOOP_THRESHOLD} times with the same arguments")
             life.state(target.span_id).flags.add("loop_detected")
 
@@ -369,10 +389,13 @@ def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None)
         return
     if run.root.attr(SUBAGENT_RUNS):
         return
-    others = [t for t in run.tools if not _is_final_answer_tool(t)]
-    finals = [t for t in run.tools if _is_final_answer_tool(t)]
+    finals: list[Span] = []
+    for tool in run.tools:
+        if not _is_final_answer_tool(tool):
+            return  # a tool other than the final answer ran: the answer may rest on its result
+        finals.append(tool)
     has_tools = bool(finals) or bool(definitions and any(not FINAL_ANSWER_TOOL.match(d) for d in definitions))
-    if others or not has_tools:
+    if not has_tools:
         return
     if finals:
         decider = max((s for s in run.steps if s.start_ns <= finals[0].start_ns), key=lambda s: s.start_ns, default=None)
@@ -403,7 +426,7 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
 
     given = set(definitions or ())
     outputs: list[str] = []
-    for span in sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id)):
+    for span in sorted(run.spans.values(), key=_START_ID):
         if span.start_ns > decider.end_ns:
             break
         facts = facts_of(span)
@@ -420,7 +443,7 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
 def _dropped_context(run: Run, life: Lifecycle) -> None:
     previous: list[str] | None = None
     for step in run.steps:
-        hashes = step.attr(CONTEXT_MESSAGE_HASHES)
+        hashes = step.attributes.get(CONTEXT_MESSAGE_HASHES)
         if not isinstance(hashes, list):
             previous = None
             continue
@@ -430,28 +453,27 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
             if lost:
                 _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
                       f"{len(lost)} message(s) of the previous step's context are missing")
-        previous = list(hashes)
+        previous = hashes
 
 
 def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     """Recovered origins; derive retry_of edges when the trace has none."""
     if not life.origins:
         return  # nothing failed: nothing to retry or recover
-    has_retry_edges = any(rel == Relation.RETRY_OF.value for edges in graph.edges.values() for _, rel in edges)
+    has_retry_edges = any(rel == _RETRY_OF for edges in graph.edges.values() for _, rel in edges)
+    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
     if not has_retry_edges:
         last_failed: dict[str, str] = {}
-        for tool in run.tools:
-            name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+        for tool, name in zip(run.tools, names):
             if name in last_failed:
-                graph.add(tool.span_id, last_failed.pop(name), Relation.RETRY_OF.value)
+                graph.add(tool.span_id, last_failed.pop(name), _RETRY_OF)
                 life.derived_retries.append((tool.span_id, graph.edges[tool.span_id][-1][0]))
             if tool.span_id in life.origins:
                 last_failed[name] = tool.span_id
-    failed = {s for s in life.origins if s in run.spans and is_tool_span(run.spans[s])}
+    failed = {s for s in life.origins if s in run.tool_ids}
     # consecutive failures of one tool
     streak: dict[str, int] = defaultdict(int)
-    for tool in run.tools:
-        name = str(tool.attr(GEN_AI_TOOL_NAME) or tool.name)
+    for tool, name in zip(run.tools, names):
         if tool.span_id in failed:
             streak[name] += 1
             if streak[name] >= RETRY_EXCEEDED_THRESHOLD:
@@ -462,18 +484,19 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     for span_id in life.recovered:
         st = life.state(span_id)
         st.flags.add("recovered")
-        if st.phase in (None, Phase.ORIGIN.value):
-            st.phase = Phase.RECOVERED.value
+        if st.phase in (None, _ORIGIN):
+            st.phase = _RECOVERED
 
 
-def _propagate(run: Run, graph: Graph, life: Lifecycle) -> None:
-    """Taint flows forward along every dependency except retry_of, from unrecovered origins."""
+def _propagate(graph: Graph, life: Lifecycle, order: list[Span]) -> None:
+    """Taint flows forward along every dependency except retry_of, from unrecovered origins.
+
+    `order`: the run's spans by (start, span id)."""
     live = {s for s in life.origins if s not in life.recovered}
     tainted = set(live)
     if not live:
         life.tainted = tainted
         return
-    order = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
     changed = True
     while changed:
         changed = False
@@ -481,7 +504,7 @@ def _propagate(run: Run, graph: Graph, life: Lifecycle) -> None:
             if span.span_id in tainted:
                 continue
             for target, relation in graph.edges.get(span.span_id, ()):
-                if relation != Relation.RETRY_OF.value and target in tainted:
+                if relation != _RETRY_OF and target in tainted:
                     tainted.add(span.span_id)
                     changed = True
                     break
@@ -489,7 +512,7 @@ def _propagate(run: Run, graph: Graph, life: Lifecycle) -> None:
     for span_id in tainted - live:
         st = life.state(span_id)
         if st.phase is None:
-            st.phase = Phase.PROPAGATE.value
+            st.phase = _PROPAGATE
             st.derived = True
 
 

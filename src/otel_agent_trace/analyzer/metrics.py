@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from otel_agent_trace.analyzer.lifecycle import _call_key
+from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
@@ -36,7 +36,6 @@ from otel_agent_trace.model import (
     STEP_INDEX,
     ErrorType,
 )
-from otel_agent_trace.analyzer.lifecycle import chat_is_error as is_chat_span
 
 LOOP_TYPES = {ErrorType.LOOP_DETECTED.value, ErrorType.BUDGET_EXCEEDED.value}
 WRONG_TOOL_TYPES = {ErrorType.UNKNOWN_TOOL.value, ErrorType.INVALID_ARGUMENTS.value}
@@ -55,12 +54,12 @@ def complete_chain(run: Run) -> bool:
     """Steps numbered 0..n-1 and every tool attached to one: below a step span (ours), or, on a
     normalized foreign trace (where the decision is the LLM span, a sibling of the tools it
     called), decided by one (the step index normalization derived from the decision)."""
-    indices = [s.attr(STEP_INDEX) for s in run.steps]
+    indices = [s.attributes.get(STEP_INDEX) for s in run.steps]
     if not indices or indices != list(range(len(indices))):
         return False
     step_ids = {s.span_id for s in run.steps}
     for tool in run.tools:
-        if NORMALIZED_FROM in tool.attributes and tool.attr(STEP_INDEX) in indices:
+        if NORMALIZED_FROM in tool.attributes and tool.attributes.get(STEP_INDEX) in indices:
             continue
         node = run.spans.get(tool.parent_id or "")
         while node is not None and node.span_id not in step_ids:
@@ -73,12 +72,11 @@ def complete_chain(run: Run) -> bool:
 def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     total_in = total_out = 0
     per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for span in run.spans.values():
-        if not is_chat_span(span):
-            continue
-        tin = _int(span.attr(GEN_AI_USAGE_INPUT_TOKENS))
-        tout = _int(span.attr(GEN_AI_USAGE_OUTPUT_TOKENS))
-        model = str(span.attr(GEN_AI_RESPONSE_MODEL) or span.attr(GEN_AI_REQUEST_MODEL) or "")
+    for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
+        get = span.attributes.get
+        tin = _int(get(GEN_AI_USAGE_INPUT_TOKENS))
+        tout = _int(get(GEN_AI_USAGE_OUTPUT_TOKENS))
+        model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
         per_model[model][0] += tin
@@ -87,6 +85,8 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
 
 
 def _int(value: Any) -> int:
+    if type(value) is int:
+        return value  # the common case, without the try
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -131,8 +131,8 @@ def run_metrics(f: Finding) -> RunMetrics:
     tools: list[tuple[str, bool]] = []
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
-    names = [str(tool.attr(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
-    per_name = Counter(names)
+    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
+    per_name = count(names)
     for tool, name in zip(run.tools, names):
         etype = life.error_type(tool.span_id) if life else None
         origin = bool(life and tool.span_id in life.origins)
@@ -145,7 +145,9 @@ def run_metrics(f: Finding) -> RunMetrics:
             seen_calls.add(key)  # repeating a call that failed is a retry, not a wrong call
     loopish = False
     if f.failed:
-        loopish = any(life and life.error_type(s) in LOOP_TYPES for s in run.spans) or \
+        # (a span without a lifecycle state has no error type: only the states need a look)
+        loopish = (life is not None and any(st.error_type in LOOP_TYPES for sid, st in life.states.items()
+                                            if sid in run.spans)) or \
             any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
     tin, tout, per_model = tokens(run)
     return RunMetrics(len(run.steps), tools, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
-from otel_agent_trace.analyzer.runs import Run, is_run_span, is_step_span, is_tool_span
+from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_step_span, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import GEN_AI_OPERATION_NAME, OP_CHAT
 
 STATUS_ERROR = 2
 
@@ -149,7 +148,7 @@ def span_kind(span: Span) -> str:
         return "step"
     if is_tool_span(span):
         return "tool"
-    if span.attr(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(OP_CHAT + " "):
+    if is_chat_span(span):
         return "chat"
     return "other"
 
@@ -169,9 +168,11 @@ def facts(span: Span, life: Lifecycle) -> tuple[str | None, set[str]]:
     return phase, types
 
 
-def matches(rule: Rule, span: Span, life: Lifecycle) -> bool:
+def matches(rule: Rule, span: Span, life: Lifecycle,
+            known: tuple[str | None, set[str]] | None = None) -> bool:
+    """`known`: the span's `facts`, when already computed (`fire` asks every rule about a span)."""
     m = rule.match
-    phase, types = facts(span, life)
+    phase, types = facts(span, life) if known is None else known
     if "phase" in m and str(m["phase"]).lower() != (phase or ""):
         return False
     if "error_type" in m:
@@ -198,17 +199,17 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     """Every (rule, span) that matched, root first, then by start time."""
     out: list[Fired] = []
     rules = [r for r in rules if r.enabled]
-    spans = sorted(run.spans.values(), key=lambda s: (s is not run.root, s.start_ns, s.span_id))
+    spans = run.spans.values()
     # when every rule needs an error type or a phase, a span without either (no lifecycle state,
     # status not ERROR: most spans of a healthy run) cannot match: skip it without the full check
-    need_facts = bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules)
-    states = life.states
-    for span in spans:
-        if need_facts and span.status_code != STATUS_ERROR:
-            st = states.get(span.span_id)
-            if st is None or not (st.phase or st.error_type or st.flags):
-                continue
-        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life)]
+    # (before sorting: only the spans that may match need an order)
+    if bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules):
+        states = life.states
+        spans = [s for s in spans if s.status_code == STATUS_ERROR
+                 or ((st := states.get(s.span_id)) is not None and (st.phase or st.error_type or st.flags))]
+    for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
+        known = facts(span, life)
+        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]
         if len(hits) > 1:  # the recorded-critical fallback only when nothing more specific matched
             hits = [h for h in hits if h.rule.rule_id != "RECORDED_CRITICAL"]
         out.extend(hits)

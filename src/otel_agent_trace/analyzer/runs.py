@@ -11,6 +11,7 @@ from otel_agent_trace.model import (
     GEN_AI_AGENT_NAME,
     STEP_KIND,
     GEN_AI_OPERATION_NAME,
+    OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     STEP_INDEX,
@@ -25,6 +26,11 @@ class Run:
     spans: dict[str, Span] = field(default_factory=dict)  # span id -> span, the run's subtree
     steps: list[Span] = field(default_factory=list)  # ordered by step index
     tools: list[Span] = field(default_factory=list)  # ordered by start time
+    # model calls (`is_chat_span`) in subtree order, and the ids of `tools` and `chats`: each span's
+    # role is decided once, here, instead of re-running the predicates in every pass
+    chats: list[Span] = field(default_factory=list)
+    tool_ids: set[str] = field(default_factory=set)
+    chat_ids: set[str] = field(default_factory=set)
 
     @property
     def agent(self) -> str | None:
@@ -34,7 +40,7 @@ class Run:
         """The step a span belongs to: its own index, or its nearest step ancestor's."""
         node: Span | None = span
         while node is not None:
-            index = node.attr(STEP_INDEX)
+            index = node.attributes.get(STEP_INDEX)
             if isinstance(index, int):
                 return index
             node = self.spans.get(node.parent_id or "")
@@ -53,50 +59,70 @@ _RUN_PREFIX = len(OP_INVOKE_AGENT)
 
 def is_step_span(span: Span) -> bool:
     """Our `agent_step N` spans, or the decision spans normalization marked (see normalize/)."""
-    if not isinstance(span.attr(STEP_INDEX), int):
+    attributes = span.attributes
+    if not isinstance(attributes.get(STEP_INDEX), int):
         return False
-    return span.name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in span.attributes and STEP_KIND in span.attributes)
+    return span.name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)
 
 
 def is_tool_span(span: Span) -> bool:
-    return span.attr(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or span.name.startswith(OP_EXECUTE_TOOL + " ")
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or span.name.startswith(_TOOL_PREFIX)
+
+
+def is_chat_span(span: Span) -> bool:
+    """A model call (`chat ...`, or `gen_ai.operation.name=chat`)."""
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(_CHAT_PREFIX)
+
+
+_TOOL_PREFIX = OP_EXECUTE_TOOL + " "
+_CHAT_PREFIX = OP_CHAT + " "
 
 
 def group_runs(spans: Iterable[Span]) -> list[Run]:
     """Runs in order of start time; a run owns its subtree up to (not into) a nested run."""
-    by_trace: dict[str, dict[str, Span]] = defaultdict(dict)
+    # per trace: (span id -> span, the first of each id; parent id -> children; run roots)
+    traces: dict[str, tuple[dict[str, Span], dict[str, list[Span]], list[Span]]] = {}
     for span in spans:
-        by_trace[span.trace_id].setdefault(span.span_id, span)
+        trace = traces.get(span.trace_id)
+        if trace is None:
+            trace = traces[span.trace_id] = ({}, defaultdict(list), [])
+        members, children, roots = trace
+        if span.span_id in members:
+            continue
+        members[span.span_id] = span
+        if span.parent_id:
+            children[span.parent_id].append(span)
+        if is_run_span(span):
+            roots.append(span)
     runs: list[Run] = []
-    for trace_id, members in by_trace.items():
-        children: dict[str, list[Span]] = defaultdict(list)
-        roots: list[Span] = []
-        for span in members.values():
-            if span.parent_id:
-                children[span.parent_id].append(span)
-            if is_run_span(span):
-                roots.append(span)
+    for trace_id, (_, children, roots) in traces.items():
         run_ids = {r.span_id for r in roots}
         for root in roots:
             run = Run(trace_id, root)
-            spans_of = run.spans
-            stack = [root]
-            while stack:
-                node = stack.pop()
-                spans_of[node.span_id] = node
-                below = children.get(node.span_id)
-                if below:
-                    stack.extend(c for c in below if c.span_id not in run_ids)
-            steps: list[Span] = []
-            tools: list[Span] = []
-            for s in spans_of.values():
-                if is_step_span(s):
-                    steps.append(s)
-                if is_tool_span(s):
-                    tools.append(s)
-            steps.sort(key=lambda s: s.attributes.get(STEP_INDEX))
-            tools.sort(key=lambda s: s.start_ns)
-            run.steps, run.tools = steps, tools
+            _collect(run, children, run_ids)
             runs.append(run)
     runs.sort(key=lambda r: r.root.start_ns)
     return runs
+
+
+def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> None:
+    """The run's subtree (up to nested runs) into `run.spans`, each span's role decided once."""
+    spans_of = run.spans
+    steps, tools, chats = run.steps, run.tools, run.chats
+    stack = [run.root]
+    while stack:
+        node = stack.pop()
+        spans_of[node.span_id] = node
+        below = children.get(node.span_id)
+        if below:
+            stack += [c for c in below if c.span_id not in run_ids]
+        if is_step_span(node):
+            steps.append(node)
+        if is_tool_span(node):
+            tools.append(node)
+        if is_chat_span(node):
+            chats.append(node)
+    steps.sort(key=lambda s: s.attributes.get(STEP_INDEX))
+    tools.sort(key=lambda s: s.start_ns)
+    run.tool_ids = {t.span_id for t in tools}
+    run.chat_ids = {c.span_id for c in chats}

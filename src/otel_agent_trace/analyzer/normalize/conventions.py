@@ -55,14 +55,33 @@ def facts_of(span: Span) -> Facts | None:
 
 def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`prefix.0.x.y = v` attributes as [{'x.y': v}, ...] in index order."""
-    groups: dict[int, dict[str, Any]] = {}
-    size = len(prefix)
+    return _indexed_each(a, (prefix,))[0]
+
+
+def _indexed_each(a: dict[str, Any], prefixes: tuple[str, ...]) -> list[list[dict[str, Any]]]:
+    """`_indexed` for each of `prefixes` (none the start of another), in one pass over `a`."""
+    found: list[dict[int, dict[str, Any]]] = [{} for _ in prefixes]
     for key, value in a.items():
-        if key.startswith(prefix):
-            match = _INDEXED.match(key[size:])
-            if match:
-                groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return [groups[i] for i in sorted(groups)]
+        if not key.startswith(prefixes):
+            continue
+        which = 0
+        while not key.startswith(prefixes[which]):
+            which += 1
+        tail = key[len(prefixes[which]):]
+        index, dot, rest = tail.partition(".")
+        if not dot or not index.isdecimal():  # `\d+\.` (str.isdecimal is what `\d` accepts)
+            continue
+        if "\n" in rest:  # (rare) where `.*$` stops at a line break, the pattern decides
+            match = _INDEXED.match(tail)
+            if match is None:
+                continue
+            rest = match.group(2)
+        number = int(index)
+        group = found[which].get(number)
+        if group is None:
+            group = found[which][number] = {}
+        group[rest] = value
+    return [list(groups.values()) if len(groups) < 2 else [groups[i] for i in sorted(groups)] for groups in found]
 
 
 def _count(value: Any) -> int | None:
@@ -88,10 +107,13 @@ def _oi_message(fields: dict[str, Any]) -> Message:
     if content is None:
         parts = _indexed(fields, "message.contents.")
         content = "\n".join(str(p.get("message_content.text")) for p in parts if p.get("message_content.text")) or None
+    # (most messages carry no tool call: a look through their few keys costs less than grouping)
+    has_calls = any(key.startswith("message.tool_calls.") for key in fields)
+    listed = _indexed(fields, "message.tool_calls.") if has_calls else ()
     calls = tuple(
         ToolCall(str(c.get("tool_call.id") or ""), str(c.get("tool_call.function.name") or ""),
                  _text(c.get("tool_call.function.arguments")) or "")
-        for c in _indexed(fields, "message.tool_calls."))
+        for c in listed) if listed else ()
     return Message(str(fields.get("message.role") or ""), _text(content), calls,
                    _text(fields.get("message.tool_call_id")), _text(fields.get("message.name")))
 
@@ -102,8 +124,9 @@ def _openinference(span: Span) -> Facts:
     if kind == "AGENT":
         return Facts("openinference", RUN, agent_name=_text(a.get("agent.name")) or span.name)
     if kind == "LLM":
-        outputs = [_oi_message(m) for m in _indexed(a, "llm.output_messages.")]
-        return Facts("openinference", LLM, inputs=[_oi_message(m) for m in _indexed(a, "llm.input_messages.")],
+        outputs_of, inputs_of = _indexed_each(a, ("llm.output_messages.", "llm.input_messages."))
+        outputs = [_oi_message(m) for m in outputs_of]
+        return Facts("openinference", LLM, inputs=[_oi_message(m) for m in inputs_of],
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or _text(a.get("output.value")),
                      model=_text(a.get("llm.model_name")),

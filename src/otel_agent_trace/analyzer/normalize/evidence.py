@@ -47,18 +47,30 @@ import re
 
 HEAD_CHARS = 400  # where an error banner sits in a tool result
 
-_RESULT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)Error\s+([45]\d\d)\b", re.MULTILINE)),
-    ("http", re.compile(r"\b([45]\d\d) (?:Client|Server) Error\b")),
-    ("http", re.compile(r"\bHTTP(?:Error| Error)\s*:?\s*([45]\d\d)\b")),
+# (kind, pattern, words): a head can match the pattern only if its lower case holds one of `words`
+# (looked for first: a substring test costs far less than these searches, and most heads hold none).
+# For a pattern that ignores case the test is made on ASCII heads only (`re` folds some non-ASCII
+# letters onto ASCII ones: `ı` matches `i`).
+_RESULT_PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)Error\s+([45]\d\d)\b", re.MULTILINE), ("error",)),
+    ("http", re.compile(r"\b([45]\d\d) (?:Client|Server) Error\b"), ("error",)),
+    ("http", re.compile(r"\bHTTP(?:Error| Error)\s*:?\s*([45]\d\d)\b"), ("http",)),
     ("http", re.compile(r"^\s*(?:Title:\s*|#+\s*)?([45]\d\d) (?:Forbidden|Not Found|Unauthorized|Too Many Requests|"
-                        r"Service Unavailable|Internal Server Error|Bad Gateway|Gateway Time-?out)\b", re.MULTILINE)),
-    ("rate_limit", re.compile(r"\brate[ _-]?limit(?:ed| exceeded|error)\b|\bRateLimitError\b", re.IGNORECASE)),
-    ("not_found", re.compile(r"No such file or directory|\bFileNotFoundError\b")),
+                        r"Service Unavailable|Internal Server Error|Bad Gateway|Gateway Time-?out)\b", re.MULTILINE),
+     ("forbidden", "not found", "unauthorized", "too many requests", "service unavailable", "internal server error",
+      "bad gateway", "gateway time")),
+    ("rate_limit", re.compile(r"\brate[ _-]?limit(?:ed| exceeded|error)\b|\bRateLimitError\b", re.IGNORECASE),
+     ("limit",)),
+    ("not_found", re.compile(r"No such file or directory|\bFileNotFoundError\b"),
+     ("no such file or directory", "filenotfounderror")),
     ("connection", re.compile(r"Connection aborted|\bConnectionError\b|Max retries exceeded with url|"
-                              r"Name or service not known|Connection refused|RemoteDisconnected")),
-    ("timeout", re.compile(r"\btimed out\b|\bTimeoutError\b|\bReadTimeout\b|deadline exceeded", re.IGNORECASE)),
-    ("traceback", re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)),
+                              r"Name or service not known|Connection refused|RemoteDisconnected"),
+     ("connection aborted", "connectionerror", "max retries exceeded with url", "name or service not known",
+      "connection refused", "remotedisconnected")),
+    ("timeout", re.compile(r"\btimed out\b|\bTimeoutError\b|\bReadTimeout\b|deadline exceeded", re.IGNORECASE),
+     ("timed out", "timeouterror", "readtimeout", "deadline exceeded")),
+    ("traceback", re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE),
+     ("traceback (most recent call last):",)),
 )
 
 _FORMAT = re.compile(r"AgentParsingError|Error in code parsing|regex pattern .{0,80}was not found|Code parsing failed|"
@@ -79,7 +91,11 @@ def result_error(text: object) -> tuple[str, str] | None:
     if text is None:
         return None
     head = (text if isinstance(text, str) else str(text))[:HEAD_CHARS]
-    for kind, pattern in _RESULT_PATTERNS:
+    lower = head.lower()
+    ascii_head = head.isascii()
+    for kind, pattern, words in _RESULT_PATTERNS:
+        if (ascii_head or not pattern.flags & re.IGNORECASE) and not any(w in lower for w in words):
+            continue  # cannot match (see _RESULT_PATTERNS)
         match = pattern.search(head)
         if match:
             return kind, _line_of(head, match.start())
@@ -114,14 +130,17 @@ _LISTED_TOOL = re.compile(r"^- ([A-Za-z_][A-Za-z0-9_]*):", re.MULTILINE)
 
 def listed_tools(prompt: object) -> set[str]:
     """Tool / team-member names listed in a prompt, `- name: description` at the start of a line."""
-    return set(_LISTED_TOOL.findall(prompt)) if isinstance(prompt, str) else set()
+    if not isinstance(prompt, str) or not (prompt.startswith("- ") or "\n- " in prompt):
+        return set()  # no line starts with `- `: nothing to search for
+    return set(_LISTED_TOOL.findall(prompt))
 
 
 def mentioned(text: object, names: set[str]) -> set[str]:
     """The names the text contains as whole words (identifiers: `search_agent`, `visualizer`)."""
     if not isinstance(text, str) or not names:
         return set()
-    return {n for n in names if re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
+    # (a name not in the text at all needs no search for it as a word)
+    return {n for n in names if n in text and re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
 
 
 def _line_of(text: str, pos: int, limit: int = 120) -> str:
