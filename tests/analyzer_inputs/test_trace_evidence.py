@@ -334,11 +334,12 @@ def test_trail_gaia_figures(tmp_path):
     base = r["baseline: error-status/exception spans"]
     old = r["unrecovered errors, earliest first"]  # the main set before the suspicion split
     # 193 before a step's AgentGenerationError stopped restating its failed model call as a second error
-    assert (old["hit@1"], old["matched"], old["predicted"]) == (55, 134, 192)
+    # 192 -> 195: a retry streak a rule calls the run's failure is no longer skipped as recovered (3, all labelled)
+    assert (old["hit@1"], old["matched"], old["predicted"]) == (55, 137, 195)
     proven = r["proven errors, TRAIL placement"]  # the precision set: no suspicions
-    assert proven["precision"] >= 0.77 and proven["predicted"] <= 165  # 0.78 (126/162); was 0.69 (134/193)
+    assert proven["precision"] >= 0.78 and proven["predicted"] <= 165  # 0.79 (129/164); was 0.69 (134/193)
     assert proven["precision"] > base["precision"] + 0.3
-    assert proven["recall"] == "223/547" and proven["recall_rate"] > base["recall_rate"]  # span-level recall, all gold
+    assert proven["recall"] == "226/547" and proven["recall_rate"] > base["recall_rate"]  # span-level recall, all gold
     # the scorer's one hop: a prediction matches its own span or a child (never through the run span)
     assert set(proven["matched_via"]) <= {"same span", "gold is a child", "gold is the parent"}
     assert proven["matched_via"].get("gold is the parent", 0) == 0

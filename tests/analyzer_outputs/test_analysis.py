@@ -130,6 +130,29 @@ def test_retry_exceeded_and_origin_is_first_failure(tmp_path, capsys):
     assert [h["relation"] for h in r["chain"]] == ["retry_of", "retry_of", None]
 
 
+def test_retry_exceeded_then_recovered_still_names_the_first_failure(tmp_path, capsys):
+    """A later success recovers each failed attempt, but the team rule still calls the streak the
+    run's failure: the streak is that failure, not skipped as recovered (TRAIL trace ef0207e4
+    printed "origin not found" for three failed page_down calls followed by one that worked)."""
+    b = TraceBuilder()
+    run = run_span(b)
+    failures = []
+    for i in range(3):
+        s = step(b, run, i)
+        failures.append(tool(b, s, i, "charge_card", '{"amount": 5}', '{"error": "gateway 503"}'))
+    s = step(b, run, 3)
+    tool(b, s, 3, "charge_card", '{"amount": 5}', '{"charged": 5}', agent_trace__tool__outcome="ok")
+    step(b, run, 4)
+    _, data, _ = report(capsys, write(tmp_path / "t.jsonl", b))
+    r = data["runs"][0]
+    assert r["status"] == "failed" and [x["rule_id"] for x in r["rules"]] == ["TOOL_RETRY_EXCEEDED"]
+    assert r["critical"]["span_id"] == failures[2]
+    assert r["origin"]["span_id"] == failures[0] and r["bug_class"] == "tool"
+    assert [h["span_id"] for h in r["chain"]] == failures
+    assert not {x["span_id"] for x in r["recovered"]} & set(failures)
+    assert any("later attempt succeeded" in e for e in r["evidence"])
+
+
 # --- bug classes ------------------------------------------------------------------------------
 def test_malformed_arguments_are_a_model_decision(tmp_path, capsys):
     b = TraceBuilder()

@@ -114,9 +114,16 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     life = compute(run, graph)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
-    finding.recovered = sorted((run.spans[s] for s in life.recovered), key=lambda s: (s.start_ns, s.span_id))
-    live = [run.spans[s] for s in life.origins - life.recovered if s in run.spans]
-    finding.errors = sorted(live, key=lambda s: (s.start_ns, s.span_id))
+    recovered = life.recovered
+    if critical is not None and critical.span_id in recovered:
+        # a rule calls failed attempts the run's failure although a later one succeeded
+        # (TOOL_RETRY_EXCEEDED): those attempts are the failure, not errors it recovered from
+        recovered = recovered - _retried_failures(graph, critical.span_id, recovered)
+        finding.evidence.append(f"a later attempt succeeded, but rule {fired[0].rule.rule_id} counts the failed "
+                                "attempts before it as the run's failure")
+    finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
+    live_ids = life.origins - recovered
+    finding.errors = sorted((run.spans[s] for s in live_ids if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
     for sid in life.origins:
         reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
         if reader is not None:
@@ -130,12 +137,11 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     if not any(f.rule.trace_back for f in fired if f.span is critical):
         finding.evidence.append(f"rule {fired[0].rule.rule_id} fired without traceBack: origin not searched")
         return finding
-    dist, parent = _walk(graph, life, critical.span_id)
-    live_ids = life.origins - life.recovered
+    dist, parent = _walk(graph, life, critical.span_id, live_ids)
     suspects = [s for s in dist if s in live_ids]
     if not suspects and critical.span_id in live_ids:
         suspects = [critical.span_id]
-    roots = [s for s in suspects if not (_upstream(graph, life, s) & (set(suspects) - {s}))]
+    roots = [s for s in suspects if not (_upstream(graph, life, s, live_ids) & (set(suspects) - {s}))]
     if not roots:
         _suspect_final_step(finding, run, graph, life, critical)
         return finding
@@ -203,12 +209,24 @@ def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycl
         finding.candidates = [Candidate(last, None, 0.3, confidence=0.3, chain=hops, suspect=True)]
 
 
-def _walk(graph: Graph, life: Lifecycle, start: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
-    """Cheapest (weak hops, hops) paths from `start` backwards over the allowed edges."""
+def _retried_failures(graph: Graph, start: str, failed: set[str]) -> set[str]:
+    """`start` and the attempts it retried, back over `retry_of` edges while they are in `failed`."""
+    out, todo = {start}, [start]
+    while todo:
+        for target, relation in graph.edges.get(todo.pop(), ()):
+            if relation == Relation.RETRY_OF.value and target in failed and target not in out:
+                out.add(target)
+                todo.append(target)
+    return out
+
+
+def _walk(graph: Graph, life: Lifecycle, start: str,
+          live: set[str]) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[str, str]]]:
+    """Cheapest (weak hops, hops) paths from `start` backwards over the allowed edges; `live`: the
+    unrecovered origins (a retry is followed only into one of them)."""
     dist: dict[str, tuple[int, int]] = {start: (0, 0)}
     parent: dict[str, tuple[str, str]] = {}
     heap = [(0, 0, start)]
-    live = life.origins - life.recovered
     while heap:
         weak, hops, node = heapq.heappop(heap)
         if dist.get(node, (1 << 30, 0)) < (weak, hops):
@@ -233,8 +251,8 @@ def _edge_cost(relation: str, target: str, life: Lifecycle, live: set[str]) -> i
     return 1 if target in life.tainted else None  # consumes and unknown relations: weak
 
 
-def _upstream(graph: Graph, life: Lifecycle, start: str) -> set[str]:
-    dist, _ = _walk(graph, life, start)
+def _upstream(graph: Graph, life: Lifecycle, start: str, live: set[str]) -> set[str]:
+    dist, _ = _walk(graph, life, start, live)
     return set(dist) - {start}
 
 
