@@ -113,13 +113,19 @@ def test_independent_chains_ranked_strong_before_weak(tmp_path, capsys):
     assert any("2 independent origins" in e for e in r["evidence"])
 
 
-def test_retry_exceeded_and_origin_is_first_failure(tmp_path, capsys):
-    b = TraceBuilder()
+def _three_failed_charges(b: TraceBuilder) -> tuple[str, list[str]]:
+    """A run whose steps 0-2 each call charge_card, which fails each time."""
     run = run_span(b)
     failures = []
     for i in range(3):
         s = step(b, run, i)
         failures.append(tool(b, s, i, "charge_card", '{"amount": 5}', '{"error": "gateway 503"}'))
+    return run, failures
+
+
+def test_retry_exceeded_and_origin_is_first_failure(tmp_path, capsys):
+    b = TraceBuilder()
+    run, failures = _three_failed_charges(b)
     step(b, run, 3)
     _, data, _ = report(capsys, write(tmp_path / "t.jsonl", b))
     r = data["runs"][0]
@@ -135,11 +141,7 @@ def test_retry_exceeded_then_recovered_still_names_the_first_failure(tmp_path, c
     run's failure: the streak is that failure, not skipped as recovered (TRAIL trace ef0207e4
     printed "origin not found" for three failed page_down calls followed by one that worked)."""
     b = TraceBuilder()
-    run = run_span(b)
-    failures = []
-    for i in range(3):
-        s = step(b, run, i)
-        failures.append(tool(b, s, i, "charge_card", '{"amount": 5}', '{"error": "gateway 503"}'))
+    run, failures = _three_failed_charges(b)
     s = step(b, run, 3)
     tool(b, s, 3, "charge_card", '{"amount": 5}', '{"charged": 5}', agent_trace__tool__outcome="ok")
     step(b, run, 4)
