@@ -43,7 +43,7 @@ import orjson
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
-from otel_agent_trace.analyzer.runs import Run, is_chat_span
+from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
@@ -112,9 +112,6 @@ class Lifecycle:
     def phase(self, span_id: str) -> str | None:
         s = self.states.get(span_id)
         return s.phase if s else None
-
-
-chat_is_error = is_chat_span  # (its former name)
 
 
 def tool_error_type(span: Span) -> tuple[str | None, bool]:
