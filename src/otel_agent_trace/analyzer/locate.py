@@ -119,8 +119,8 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
         # a rule calls failed attempts the run's failure although a later one succeeded
         # (TOOL_RETRY_EXCEEDED): those attempts are the failure, not errors it recovered from
         recovered = recovered - _retried_failures(graph, critical.span_id, recovered)
-        finding.evidence.append(f"a later attempt succeeded, but rule {fired[0].rule.rule_id} counts the failed "
-                                "attempts before it as the run's failure")
+        finding.evidence.append(f"a later attempt succeeded, but rule {fired[0].rule.rule_id} calls this failure "
+                                "(with the failed attempts it retried) the run's failure")
     finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
     live_ids = life.origins - recovered
     finding.errors = sorted((run.spans[s] for s in live_ids if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
