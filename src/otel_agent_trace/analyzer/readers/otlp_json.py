@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from operator import itemgetter
 from typing import Any, Callable, Iterator
 
 import orjson
@@ -296,36 +295,30 @@ def attributes_of(raw: Any) -> dict[str, Any]:
     if not raw:
         return {}
     out = {}
-    for item in raw:  # strings and int64-as-string inline (most values): no call per value
+    for item in raw:  # strings, int64-as-string and arrays of strings inline (most values): no call per value
         value = item["value"]
-        if len(value) == 1:
+        if len(value) == 1:  # (`type(x) is`: cheaper than `x.__class__ is` on 3.11)
             inner = value.get("stringValue")
-            if inner.__class__ is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
+            if type(inner) is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
                 out[item["key"]] = inner
                 continue
             inner = value.get("intValue")
-            if inner.__class__ is str:
+            if type(inner) is str:
                 out[item["key"]] = int(inner)
                 continue
             inner = value.get("arrayValue")
-            if inner is not None:  # arrays of strings (ids, hashes, finish reasons): C-level maps
-                values = inner.get("values")
-                if not values:
-                    out[item["key"]] = []
+            if inner is not None:  # ids, hashes, finish reasons: short arrays, where a plain loop
+                strings = []  # beats C-level maps (set(map(...)) costs ~0.5 us per array)
+                for element in inner.get("values") or ():
+                    text = element.get("stringValue")
+                    if type(text) is not str or len(element) != 1:
+                        break
+                    strings.append(text)
+                else:
+                    out[item["key"]] = strings
                     continue
-                if "stringValue" in values[0] and _lengths(map(len, values)) == _ONE:
-                    strings = list(map(_string_value, values))  # (KeyError, careful path: mixed kinds)
-                    if _lengths(map(type, strings)) == _STR:
-                        out[item["key"]] = strings
-                        continue
         out[item["key"]] = _value_fast(value)
     return out
-
-
-_lengths = set
-_ONE = {1}
-_STR = {str}
-_string_value = itemgetter("stringValue")
 
 
 def _value_fast(value: dict) -> Any:
