@@ -210,18 +210,17 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
                 continue
             for raw in spans:
                 try:
-                    span = span_of(raw, resource)
+                    append(span_of(raw, resource, source))
                 except Exception:  # noqa: BLE001 - the careful path says what is wrong
                     span = _span_careful(raw, resource, line, report)
-                    if span is None:
-                        continue
-                span.source = source
-                append(span)
+                    if span is not None:
+                        span.source = source
+                        append(span)
     report.spans += len(out)
     return out
 
 
-def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
+def span_of(raw: dict[str, Any], resource: dict[str, Any], source: tuple[str, int] | None = None) -> Span:
     """The fast path: a well-formed span (raises on anything unusual)."""
     get = raw.get
     trace_id = get("traceId")
@@ -232,18 +231,18 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
     status = get("status")
     if status:
         code = status.get("code", 0)
-        if code.__class__ is not int or not 0 <= code <= 2:
+        if type(code) is not int or not 0 <= code <= 2:
             code = _STATUS_NAMES[code]
         message = status.get("message") or ""
-        if message.__class__ is not str:
+        if type(message) is not str:
             raise TypeError("status.message")
     else:
         code, message = 0, ""
     kind = get("kind", 0)
-    if kind.__class__ is not int or not 0 <= kind <= 5:
+    if type(kind) is not int or not 0 <= kind <= 5:
         kind = _KIND_NAMES[kind]
     name = get("name", "")
-    if name.__class__ is not str:
+    if type(name) is not str:
         raise TypeError("name")
     events = get("events")
     links = get("links")
@@ -256,7 +255,7 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
         if events else [],
         [Link(_hex(k["traceId"], 32), _hex(k["spanId"], 16), attributes_of(k.get("attributes"))) for k in links]
         if links else [],
-        resource, None, kind,
+        resource, source, kind,
     )
 
 
