@@ -247,28 +247,29 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any], source: tuple[str, in
     events = get("events")
     links = get("links")
     return Span(
-        _hex(trace_id, 32), _hex_fresh(span_id, 16), _hex(parent, 16) if parent else None, name,
+        _traces_get(trace_id) or _hex(trace_id, 32, _traces), _hex_fresh(span_id, 16),
+        (_spans_get(parent) or _hex(parent, 16, _spans)) if parent else None, name,
         int(get("startTimeUnixNano") or get("start_time_unix_nano") or 0),
         int(get("endTimeUnixNano") or get("end_time_unix_nano") or 0),
         code, message, attributes_of(get("attributes")),
         [Event(e.get("name", ""), int(e.get("timeUnixNano") or 0), attributes_of(e.get("attributes"))) for e in events]
         if events else [],
-        [Link(_hex(k["traceId"], 32), _hex(k["spanId"], 16), attributes_of(k.get("attributes"))) for k in links]
+        [Link(_traces_get(k["traceId"]) or _hex(k["traceId"], 32, _traces),
+              _spans_get(k["spanId"]) or _hex(k["spanId"], 16, _spans), attributes_of(k.get("attributes")))
+         for k in links]
         if links else [],
         resource, source, kind,
     )
 
 
-def _hex(value: Any, chars: int) -> str:
-    """`_hex_fresh`, remembered: a batch names each trace id and parent id many times."""
-    known = _ids_get(value)
-    if known is not None and len(known) == chars:
-        return known
-    known = _hex_fresh(value, chars)
-    if len(_ids) > 1 << 14:
-        _ids.clear()
-    _ids[value] = known
-    return known
+def _hex(value: Any, chars: int, known: dict[Any, str]) -> str:
+    """`_hex_fresh`, remembered in `known` (one dict per id size, so a hit needs no check and
+    costs one `get` in `span_of`): a batch names each trace id and parent id many times."""
+    text = _hex_fresh(value, chars)
+    if len(known) > 1 << 14:
+        known.clear()
+    known[value] = text
+    return text
 
 
 def _hex_fresh(value: Any, chars: int) -> str:
@@ -282,8 +283,10 @@ def _hex_fresh(value: Any, chars: int) -> str:
     return hex_id(value, chars // 2)
 
 
-_ids: dict[Any, str] = {}  # id as read -> lowercase hex (bounded)
-_ids_get = _ids.get
+_traces: dict[Any, str] = {}  # trace id as read -> lowercase hex (bounded)
+_traces_get = _traces.get
+_spans: dict[Any, str] = {}  # span id as read (parents, links) -> lowercase hex (bounded)
+_spans_get = _spans.get
 
 
 _fromhex = bytes.fromhex
