@@ -107,7 +107,8 @@ class _ChunkStream:
         self.rooted: set[str] = set()
 
     def consume(self, report: InputReport, batches: Iterator[list[Span]]) -> None:
-        store, add = self.store, self.store.add
+        store = self.store
+        memory = store.memory  # (a new dict after each spill: taken again after `account`)
         done, reopened, rooted = self.done, self.reopened, self.rooted
         locations = self.result.locations
         last = 0
@@ -117,28 +118,31 @@ class _ChunkStream:
                 if not batch:
                     continue
                 line = batch[0].source[1] if batch[0].source else 0
-                touched: set[str] = set()
+                # this record's traces kept in memory -> their span lists: one lookup per span
+                touched: dict[str, list[Span]] = {}
                 for span in batch:
                     trace_id = span.trace_id
-                    if trace_id not in touched:
+                    spans = touched.get(trace_id)
+                    if spans is None:
                         lines = locations.get(trace_id)
                         if lines is None:
                             locations[trace_id] = [line]
                         elif lines[-1] != line:
                             lines.append(line)
-                    if trace_id in done or trace_id in reopened:
-                        if trace_id in done:
-                            del done[trace_id]
-                            reopened.add(trace_id)
-                    else:
-                        add(span)
-                        if not span.parent_id:
-                            rooted.add(trace_id)
-                        touched.add(trace_id)
+                        if trace_id in done or trace_id in reopened:
+                            if trace_id in done:
+                                del done[trace_id]
+                                reopened.add(trace_id)
+                            continue
+                        spans = touched[trace_id] = memory[trace_id]
+                    spans.append(span)
+                    if not span.parent_id:
+                        rooted.add(trace_id)
                 if touched:
                     self._ready(touched)
                 if report.bytes_read - last > step:
                     store.account(report.bytes_read - last)
+                    memory = store.memory
                     last = report.bytes_read
             store.account(report.bytes_read - last)
         except _AnalysisFailed as exc:
@@ -146,15 +150,16 @@ class _ChunkStream:
         except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
             report.error = analysis.read_error(exc)
 
-    def _ready(self, touched: set[str]) -> None:
+    def _ready(self, touched: dict[str, list[Span]]) -> None:
         memory = self.store.memory
         spilled = self.store.spilled_traces
-        for trace_id in touched:
-            if trace_id not in self.rooted or trace_id in spilled:
+        rooted = self.rooted
+        for trace_id, spans in touched.items():
+            if trace_id not in rooted or trace_id in spilled:
                 continue
-            spans = memory[trace_id]
             ids = {s.span_id for s in spans}
-            if all(not s.parent_id or s.parent_id in ids for s in spans):
+            ids.update(_NO_PARENT)
+            if ids.issuperset([s.parent_id for s in spans]):  # every parent named is here
                 del memory[trace_id]
                 try:
                     self.done[trace_id] = analyse_trace(spans, self.rules, self.reduce)
@@ -171,6 +176,9 @@ class _ChunkStream:
             for spans in reread([(path, wanted, self.result.offsets)]):
                 done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce)
         self.result.traces = {t: done[t] for t in self.result.locations if t in done}
+
+
+_NO_PARENT = (None, "")  # parent ids of roots
 
 
 class _AnalysisFailed(Exception):
