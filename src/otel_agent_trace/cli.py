@@ -203,5 +203,15 @@ def _analyze(args: argparse.Namespace) -> int:
     return _exit_code(analysis)
 
 
+def run() -> int:
+    """The console script: `main` in a process that ends with it. The cyclic collector stays off
+    (the analysis holds no cycles, see `analysis.no_gc`): turning it back on after the analysis
+    would cost one collection over everything still held, ~0.1 s on 200 MB."""
+    import gc
+
+    gc.disable()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
