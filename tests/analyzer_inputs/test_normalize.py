@@ -186,3 +186,49 @@ def test_fleet_metrics_of_foreign_traces_count_tokens_and_capture(tmp_path):
     metrics = compute(analysis.findings)
     assert metrics["trace_capture_rate"] == 1.0
     assert metrics["tokens_per_run"] == {"input": (1200 + 1500 + 300) / 2, "output": (80 + 20 + 7) / 2}
+
+
+def test_replay_of_a_foreign_run_shows_context_decision_and_tools(tmp_path):
+    """`show` on OpenInference spans: the model call is the step, its context delta is read from
+    `llm.input_messages` (hashed as the recorder would), its decision from `llm.output_messages`,
+    and its tools are its siblings linked by `decided_by`; a tool that raised shows what it said."""
+    from otel_agent_trace.analyzer.replay import render, steps_of
+
+    def llm(sid, start, inputs, call):
+        attrs = {"openinference.span.kind": "LLM", "llm.token_count.prompt": "900", "llm.token_count.completion": 12,
+                 "output.value": json.dumps({"role": "assistant", "tool_calls": [call]}),
+                 "llm.output_messages.0.message.role": "assistant",
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.id": call["id"],
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": call["name"],
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": call["arguments"]}
+        for n, (role, content) in enumerate(inputs):
+            attrs[f"llm.input_messages.{n}.message.role"] = role
+            attrs[f"llm.input_messages.{n}.message.content"] = content
+        return span(T, sid, f"{int(sid, 16) - 1:016x}", "LiteLLMModel.__call__", start, attrs)
+
+    ask = [("system", "You can call page_down."), ("user", "Read the page.")]
+    spans = [
+        span(T, "00000000000000a0", None, "ToolCallingAgent.run", 0, {"openinference.span.kind": "AGENT"}),
+        span(T, "00000000000000a1", "00000000000000a0", "Step 1", 1, {"openinference.span.kind": "CHAIN"}),
+        llm("00000000000000a2", 2, ask, {"id": "call_1", "name": "page_down", "arguments": '{"x": 1}'}),
+        span(T, "00000000000000a3", "00000000000000a1", "PageDownTool", 3, {
+            "openinference.span.kind": "TOOL", "tool.name": "page_down", "input.value": '{"x": 1}'}, status=2,
+            events=[{"name": "exception", "timeUnixNano": "1", "attributes": [
+                {"key": "exception.type", "value": {"stringValue": "TypeError"}},
+                {"key": "exception.message", "value": {"stringValue": "unexpected keyword argument 'x'"}}]}]),
+        span(T, "00000000000000a4", "00000000000000a0", "Step 2", 4, {"openinference.span.kind": "CHAIN"}),
+        llm("00000000000000a5", 5, ask + [("tool-response", "Call id: call_1\nTypeError")],
+            {"id": "call_2", "name": "page_down", "arguments": "{}"}),
+    ]
+    (finding,) = _run(tmp_path, spans).findings
+    first, second = steps_of(finding)
+    assert first.context_recorded and len(first.added) == 2 and not first.dropped
+    assert [m["role"] for m in first.new_messages] == ["system", "user"]
+    assert first.decision == [{"role": "assistant", "tool_calls": [{"id": "call_1", "name": "page_down",
+                                                                  "arguments": {"x": 1}}]}]  # not output.value restated
+    assert first.tokens == (900, 12)
+    assert [t.name for t in first.tools] == ["page_down"]
+    assert first.tools[0].result == "(raised) TypeError: unexpected keyword argument 'x'"
+    assert [m["role"] for m in second.new_messages] == ["tool-response"] and len(second.added) == 1
+    text = render(finding)
+    assert "context : +2 message(s)" in text and "-> page_down(" in text and "(raised) TypeError" in text

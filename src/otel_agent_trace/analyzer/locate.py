@@ -273,12 +273,17 @@ def _chain(run: Run, life: Lifecycle, parent: dict[str, tuple[str, str]], origin
 
 
 def _describe(span: Span, rule: Rule) -> str:
+    return failure_text(span) or str(rule.description or span.attr(ERROR_TYPE) or span.name)
+
+
+def failure_text(span: Span) -> str | None:
+    """What the span said when it failed: its status message, else its first exception event."""
     if span.status_message:
         return span.status_message
     for event in span.events:
         if event.name == "exception":
             return f"{event.attributes.get('exception.type', '')}: {event.attributes.get('exception.message', '')}"
-    return str(rule.description or span.attr(ERROR_TYPE) or span.name)
+    return None
 
 
 def tool_name(span: Span) -> Any:

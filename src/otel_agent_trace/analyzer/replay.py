@@ -4,6 +4,12 @@ For every step of a run: the context delta (messages added to and dropped from t
 step's context, by message hash; with content capture, the new messages themselves), the model's
 decision (its output message), each tool it called with arguments, result and outcome, and the
 step's lifecycle phase as recomputed offline. `otel-agent-trace show TRACE_ID FILE...`.
+
+A step of a foreign trace (normalized: the model call itself is the step, its tools are siblings
+linked by `decided_by`) records no message hashes and no output attribute of ours: its context
+delta and decision are read from what its convention recorded (`normalize.conventions.facts_of`:
+the input and output messages, hashed here as the recorder would), and its tools are the ones
+that depend on it by `decided_by`, wherever they sit in the span tree.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.analyzer.locate import Finding, error_type_of
+from otel_agent_trace.analyzer.locate import Finding, error_type_of, failure_text
+from otel_agent_trace.analyzer.normalize.conventions import Facts, facts_of
 from otel_agent_trace.analyzer.runs import is_tool_span
-from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.hashing import message_hash
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
     GEN_AI_OUTPUT_MESSAGES,
@@ -24,6 +32,8 @@ from otel_agent_trace.model import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     STEP_KIND,
     TOOL_OUTCOME,
+    Message,
+    Relation,
     parse_json_or_text,
     semconv_messages,
 )
@@ -49,6 +59,7 @@ class StepView:
     kind: str | None
     phase: str | None
     error_type: str | None
+    context_recorded: bool = False  # message hashes (ours) or input messages (foreign) were recorded
     added: list[str] = field(default_factory=list)  # message hashes
     dropped: list[str] = field(default_factory=list)
     new_messages: list[dict[str, Any]] = field(default_factory=list)
@@ -59,19 +70,30 @@ class StepView:
 
 
 def steps_of(finding: Finding) -> list[StepView]:
-    run, life = finding.run, finding.lifecycle
-    on_chain = {h.span.span_id for chain in (finding.chains or [finding.chain]) for h in chain}
+    run, life, graph = finding.run, finding.lifecycle, finding.graph
+    # a span on this failure's chains shows its phase in it (a rule may call a retried failure
+    # the run's failure: recovered for the lifecycle, the origin here)
+    on_chain = {h.span.span_id: h.phase for chain in reversed(finding.chains or [finding.chain]) for h in chain}
+
+    def phase(span: Span) -> str | None:
+        return on_chain.get(span.span_id) or (life.phase(span.span_id) if life else None)
+
     children: dict[str, list[Span]] = {}
     for span in run.spans.values():
         children.setdefault(span.parent_id or "", []).append(span)
     views: list[StepView] = []
     previous: list[str] | None = None
     for step in run.steps:
+        facts = facts_of(step) if NORMALIZED_FROM in step.attributes else None
         hashes = step.attr(CONTEXT_MESSAGE_HASHES)
         hashes = list(hashes) if isinstance(hashes, list) else None
-        view = StepView(step, run.step_index_of(step), step.attr(STEP_KIND),
-                        life.phase(step.span_id) if life else None, error_type_of(step, life))
+        inputs: dict[str, Message] = {}
+        if hashes is None and facts is not None and facts.inputs:
+            inputs = {message_hash(m): m for m in facts.inputs}
+            hashes = [message_hash(m) for m in facts.inputs]
+        view = StepView(step, run.step_index_of(step), step.attr(STEP_KIND), phase(step), error_type_of(step, life))
         if hashes is not None:
+            view.context_recorded = True
             before = previous or []
             view.added = [h for h in hashes if h not in set(before)]
             view.dropped = [h for h in before if h not in set(hashes)]
@@ -79,22 +101,55 @@ def steps_of(finding: Finding) -> list[StepView]:
         new = parse_json_or_text(step.attr(NEW_MESSAGES))
         if isinstance(new, list):
             view.new_messages = [m for m in new if isinstance(m, dict)]
+        elif inputs:
+            view.new_messages = [inputs[h].canonical() for h in dict.fromkeys(view.added)]
         descendants = _descendants(step, children)
-        for span in descendants:
+        for span in [step, *descendants]:  # (a foreign step is the model call: its output is its own)
             out = span.attr(GEN_AI_OUTPUT_MESSAGES)
             if out is not None and view.decision is None:
                 view.decision = [m.canonical() for m in semconv_messages(out)] or parse_json_or_text(out)
-                tin, tout = span.attr(GEN_AI_USAGE_INPUT_TOKENS), span.attr(GEN_AI_USAGE_OUTPUT_TOKENS)
-                if tin is not None or tout is not None:
-                    view.tokens = (int(tin or 0), int(tout or 0))
-            if is_tool_span(span):
-                view.tools.append(ToolView(span, str(span.attr(GEN_AI_TOOL_NAME) or span.name),
-                                           span.attr(GEN_AI_TOOL_CALL_ARGUMENTS), span.attr(GEN_AI_TOOL_CALL_RESULT),
-                                           span.attr(TOOL_OUTCOME), life.phase(span.span_id) if life else None,
-                                           error_type_of(span, life)))
+                view.tokens = _tokens(span)
+        if view.decision is None and facts is not None:
+            view.decision = _decision(facts)
+            view.tokens = _tokens(step)
+        for span in _tools(step, descendants, run, graph):
+            result = span.attr(GEN_AI_TOOL_CALL_RESULT)
+            if result is None and failure_text(span):
+                result = f"(raised) {failure_text(span)}"
+            view.tools.append(ToolView(span, str(span.attr(GEN_AI_TOOL_NAME) or span.name),
+                                       span.attr(GEN_AI_TOOL_CALL_ARGUMENTS), result,
+                                       span.attr(TOOL_OUTCOME), phase(span), error_type_of(span, life)))
         view.on_chain = step.span_id in on_chain or any(t.span.span_id in on_chain for t in view.tools)
         views.append(view)
     return views
+
+
+def _tokens(span: Span) -> tuple[int, int] | None:
+    tin, tout = span.attr(GEN_AI_USAGE_INPUT_TOKENS), span.attr(GEN_AI_USAGE_OUTPUT_TOKENS)
+    return None if tin is None and tout is None else (int(tin or 0), int(tout or 0))
+
+
+def _decision(facts: Facts) -> list[dict[str, Any]] | None:
+    """A foreign model call's output as one assistant message (None: nothing recorded). Text that
+    is JSON next to tool calls is the output restated as data (OpenInference `output.value`), not
+    something the model wrote."""
+    text = facts.output_text
+    if facts.calls and not isinstance(parse_json_or_text(text), str):
+        text = None
+    if not facts.calls and not text:
+        return None
+    return [Message("assistant", text, tuple(facts.calls)).canonical()]
+
+
+def _tools(step: Span, descendants: list[Span], run: Any, graph: Any) -> list[Span]:
+    """The tools the step ran: those below it, and those that depend on it by `decided_by`."""
+    found = {s.span_id: s for s in descendants if is_tool_span(s)}
+    if graph is not None:
+        for source, relation in graph.reverse.get(step.span_id, ()):
+            span = run.spans.get(source)
+            if relation == Relation.DECIDED_BY.value and span is not None and is_tool_span(span):
+                found.setdefault(source, span)
+    return sorted(found.values(), key=lambda s: (s.start_ns, s.span_id))
 
 
 def _descendants(span: Span, children: dict[str, list[Span]]) -> list[Span]:
@@ -155,7 +210,8 @@ def render(finding: Finding, color: bool = False) -> str:
         etype = f" [{view.error_type}]" if view.error_type else ""
         lines.append("")
         lines.append(f"{mark} step {view.index}  {view.kind or ''}{phase}{etype}")
-        delta = f"+{len(view.added)} message(s)" + (f", {paint(f'-{len(view.dropped)} dropped', '31;1')}" if view.dropped else "")
+        delta = (f"+{len(view.added)} message(s)" + (f", {paint(f'-{len(view.dropped)} dropped', '31;1')}" if view.dropped else "")
+                 if view.context_recorded else "(not recorded)")
         lines.append(f"    context : {delta}")
         for msg in view.new_messages:
             inner = msg.get("message") if isinstance(msg.get("message"), dict) else msg

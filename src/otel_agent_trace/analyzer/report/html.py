@@ -333,7 +333,8 @@ def _replay(f: Finding) -> str:
     out = ["<details><summary>Step-by-step replay</summary><table class='steps'><tr><th>step</th><th>phase</th>"
            "<th>context delta</th><th>decision</th><th>tools (args → result)</th></tr>"]
     for v in steps_of(f):
-        delta = f"+{len(v.added)}" + (f" <b style='color:#d62728'>-{len(v.dropped)} dropped</b>" if v.dropped else "")
+        delta = (f"+{len(v.added)}" + (f" <b style='color:#d62728'>-{len(v.dropped)} dropped</b>" if v.dropped else "")
+                 if v.context_recorded else "<small>not recorded</small>")
         for msg in v.new_messages[:4]:
             inner = msg.get("message") if isinstance(msg.get("message"), dict) else msg
             delta += f"<br><code>{E(str(inner.get('role', '?')))}</code>: {E(short(inner.get('content') or inner.get('tool_calls'), 120))}"
