@@ -19,7 +19,7 @@ from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PE
                                                    failure_groups, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.runs import is_step_span, is_tool_span
-from otel_agent_trace.model import GEN_AI_TOOL_NAME, STRONG_RELATIONS
+from otel_agent_trace.model import GEN_AI_TOOL_NAME, STRONG_RELATIONS, Relation
 
 PHASE_FILL = {"origin": "#d62728", "propagate": "#ff9f1c", "recovered": "#2ca02c", "critical": "#7b2cbf", None: "#9db4c8"}
 E = html.escape
@@ -28,7 +28,7 @@ CSS = """
 :root{--fg:#1d2433;--muted:#667085;--line:#e4e7ec;--bg:#f7f8fa}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 header{background:#1d2433;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#c7cdd8}
-main{padding:20px 28px;max-width:1400px}
+main{padding:20px 28px;max-width:1400px}.graph{overflow-x:auto}.graph svg{max-width:none}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:16px}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:10px 14px;min-width:150px}
 .card b{display:block;font-size:20px}.card span{color:var(--muted);font-size:12px}
@@ -254,11 +254,11 @@ def _graph(f: Finding, run_data: dict[str, Any]) -> str:
     if graph is None:
         return ""
     chain_edges: set[tuple[str, str]] = set()
-    chain_nodes: set[str] = set()
-    for chain in run_data.get("chains") or [run_data["chain"]]:
+    chain_nodes: dict[str, str] = {}  # span on a chain -> its phase there (the first chain's wins)
+    for chain in reversed(run_data.get("chains") or [run_data["chain"]]):
         for a, b in zip(chain, chain[1:]):
             chain_edges.add((b["span_id"], a["span_id"]))
-        chain_nodes |= {h["span_id"] for h in chain}
+        chain_nodes.update((h["span_id"], h["phase"]) for h in chain)
     # layout: column = step index; row 0 = step, rows 1.. = its tools; the run at the far right
     pos: dict[str, tuple[float, float]] = {}
     col_w, row_h, nw, nh = 170, 58, 150, 34
@@ -268,7 +268,10 @@ def _graph(f: Finding, run_data: dict[str, Any]) -> str:
     for i, s in enumerate(steps):
         pos[s.span_id] = (20 + i * col_w, 20)
     for tool in run.tools:
-        col = None
+        # under the step that decided it (`decided_by`: a foreign tool is its model call's sibling),
+        # else under its step ancestor
+        col = next((step_col[t] for t, relation in graph.edges.get(tool.span_id, ())
+                    if relation == Relation.DECIDED_BY.value and t in step_col), None)
         node = run.spans.get(tool.parent_id or "")
         while node is not None and col is None:
             col = step_col.get(node.span_id)
@@ -281,7 +284,8 @@ def _graph(f: Finding, run_data: dict[str, Any]) -> str:
     pos[run.root.span_id] = (20 + root_col * col_w, 20)
     width = 40 + (root_col + 1) * col_w
     height = 40 + (max(tool_rows.values(), default=0) + 1) * row_h
-    out = [f"<svg viewBox='0 0 {width} {height}' width='{min(width, 1400)}' role='img' aria-label='dependency graph'>",
+    # natural size, scrolled sideways when long: labels stay readable at any number of steps
+    out = [f"<div class='graph'><svg viewBox='0 0 {width} {height}' width='{width}' role='img' aria-label='dependency graph'>",
            "<defs><marker id='a' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
            "<path d='M0,0L10,5L0,10z' fill='#98a2b3'/></marker>"
            "<marker id='ac' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='7' markerHeight='7' orient='auto'>"
@@ -309,7 +313,7 @@ def _graph(f: Finding, run_data: dict[str, Any]) -> str:
                        f"stroke-width='{w}'{dash} marker-end='url(#{mk})'><title>{E(relation)}</title></path>")
     for span_id, (x0, y0) in pos.items():
         span = run.spans[span_id]
-        phase = life.phase(span_id) if life else None
+        phase = chain_nodes.get(span_id) or (life.phase(span_id) if life else None)
         if span is run.root and f.failed:
             phase = "critical"
         fill = PHASE_FILL.get(phase, PHASE_FILL[None])
@@ -325,7 +329,7 @@ def _graph(f: Finding, run_data: dict[str, Any]) -> str:
                    f"fill='{fill}' {stroke}><title>{E(span.name)} {E(phase or '')} {E(etype or '')}</title></rect>"
                    f"<text x='{x0 + 8}' y='{y0 + 14}' style='fill:#fff;font-weight:600'>{E(short(label, 22))}</text>"
                    f"<text x='{x0 + 8}' y='{y0 + 27}' style='fill:#fff'>{E(short(etype or phase or 'ok', 24))}</text></g>")
-    out.append("</svg>")
+    out.append("</svg></div>")
     return "".join(out)
 
 
