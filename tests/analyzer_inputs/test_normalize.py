@@ -232,3 +232,10 @@ def test_replay_of_a_foreign_run_shows_context_decision_and_tools(tmp_path):
     assert [m["role"] for m in second.new_messages] == ["tool-response"] and len(second.added) == 1
     text = render(finding)
     assert "context : +2 message(s)" in text and "-> page_down(" in text and "(raised) TypeError" in text
+    # the HTML graph puts the tool under the model call that decided it, not in a column of its own
+    import re
+
+    from otel_agent_trace.analyzer.report import html
+    page = html.render(_run(tmp_path, spans))
+    x = dict(re.findall(r"data-span='(\w+)'><rect x='([\d.]+)'", page))
+    assert x["00000000000000a3"] == x["00000000000000a2"] != x["00000000000000a5"]
