@@ -239,3 +239,35 @@ def test_replay_of_a_foreign_run_shows_context_decision_and_tools(tmp_path):
     page = html.render(_run(tmp_path, spans))
     x = dict(re.findall(r"data-span='(\w+)'><rect x='([\d.]+)'", page))
     assert x["00000000000000a3"] == x["00000000000000a2"] != x["00000000000000a5"]
+
+
+def test_replay_of_foreign_steps_never_raises_on_odd_values(tmp_path_factory):
+    """Whatever types a foreign convention's message attributes hold, `show` renders the run."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from otel_agent_trace.analyzer.replay import render
+
+    value = st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.floats(allow_nan=True),
+                      st.lists(st.text(max_size=5), max_size=3))
+    keys = st.sampled_from(["llm.input_messages.0.message.role", "llm.input_messages.0.message.content",
+                            "llm.input_messages.1.message.contents.0.message_content.text",
+                            "llm.output_messages.0.message.content", "llm.output_messages.0.message.role",
+                            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+                            "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
+                            "llm.output_messages.0.message.tool_calls.0.tool_call.id", "output.value",
+                            "llm.token_count.prompt", "llm.token_count.completion"])
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.dictionaries(keys, value, max_size=8))
+    def check(attrs):
+        spans = [span(T, "00000000000000a0", None, "agent", 0, {"openinference.span.kind": "AGENT"}),
+                 span(T, "00000000000000a1", "00000000000000a0", "llm", 1, {"openinference.span.kind": "LLM", **attrs}),
+                 span(T, "00000000000000a2", "00000000000000a0", "tool", 2, {"openinference.span.kind": "TOOL",
+                                                                             "tool.name": "t"}, status=2)]
+        path = tmp_path_factory.mktemp("odd") / "t.jsonl"
+        path.write_text(line(spans))
+        for finding in analyze([str(path)]).findings:
+            assert render(finding).startswith("run ")
+
+    check()
