@@ -188,6 +188,28 @@ def test_dropped_context_makes_a_prompt_bug(tmp_path, capsys):
     assert {e["error_type"] for e in r["errors"]} == {"context_dropped", "unknown_tool"}
 
 
+def test_a_tool_missing_from_the_definitions_is_a_prompt_bug_when_the_agent_has_it(tmp_path, capsys):
+    """A call of a tool the model was not given: if the agent ran it fine, the request's tool list
+    was incomplete (prompt); if it does not exist either, the model invented it (model_decision)."""
+    definitions = json.dumps([{"type": "function", "name": "lookup_order", "parameters": {}}])
+    classes = {}
+    for result, outcome in (('{"refunded": 20}', "ok"), (None, "exception")):
+        b = TraceBuilder()
+        run = run_span(b)
+        s0 = step(b, run, 0)
+        b.span("chat gpt-4o", s0, gen_ai__operation__name="chat", gen_ai__tool__definitions=definitions)
+        called = tool(b, s0, 0, "refund_order", '{"order_id": "A1"}', result, agent_trace__tool__outcome=outcome,
+                      **dep((s0, "decided_by")))
+        step(b, run, 1, **dep((called, "consumes")))
+        b.spans[0]["status"] = {"code": 2, "message": "RefundNotConfirmed"}
+        _, data, _ = report(capsys, write(tmp_path / f"{outcome}.jsonl", b))
+        r = data["runs"][0]
+        assert r["origin"]["span_id"] == called and r["origin"]["error_type"] == "unknown_tool"
+        classes[outcome] = (r["bug_class"], r["evidence"])
+    assert classes["ok"][0] == "prompt" and any("tool list was incomplete" in e for e in classes["ok"][1])
+    assert classes["exception"][0] == "model_decision"
+
+
 def test_failure_without_any_error_suspects_the_final_decision(tmp_path, capsys):
     b = TraceBuilder()
     run = run_span(b)

@@ -4,18 +4,21 @@ Locate first, then classify, looking at the origin and the context around it:
 
 * `prompt` - the context lacked what was needed: the origin (or the step that decided it) lost
   messages the previous context had (`context_dropped`), its output was cut (`truncated_output`),
-  or a model-decision error happened right after such a drop: the model could not have known.
+  a model-decision error happened right after such a drop (the model could not have known), or
+  the model called a tool missing from the definitions it was given that the agent then ran
+  successfully (`unknown_tool` on a tool that exists: the request's tool list was incomplete).
 * `tool` - the tool crashed, timed out, returned empty or malformed data (`tool_*`, `llm_error`)
   for arguments that were well-formed (valid JSON). A tool failure on malformed arguments is the
   model's.
-* `model_decision` - the context and the results were fine: unknown tool, schema-violating or
+* `model_decision` - the context and the results were fine: an unknown tool the agent does not
+  have either (its execution failed), schema-violating or
   malformed arguments, the same call repeated (`loop_detected`), a fabricated value, a final
   answer that fails validation or ignores the tool results (no error anywhere before it).
 """
 
 from __future__ import annotations
 
-from otel_agent_trace.analyzer.lifecycle import arguments_malformed
+from otel_agent_trace.analyzer.lifecycle import arguments_malformed, tool_error_type
 from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
@@ -67,6 +70,10 @@ def classify(finding: Finding) -> None:
     else:
         reason = life.states[origin.span_id].reason if life and origin.span_id in life.states else ""
         finding.evidence.append(f"{origin.name}: {error_type.value}" + (f" ({reason})" if reason and reason != "recorded" else ""))
+    if error_type == ErrorType.UNKNOWN_TOOL and name and tool_error_type(origin)[0] is None:
+        bug_class = "prompt"
+        finding.evidence.append(f"the agent ran {name} successfully, but it was missing from the tool definitions the "
+                                "model was given: the request's tool list was incomplete")
     if bug_class == "model_decision":
         dropped = _dropped_before(finding, origin)
         if dropped is not None:
