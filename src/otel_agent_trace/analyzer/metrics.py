@@ -74,8 +74,8 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
         get = span.attributes.get
-        tin = _int(get(GEN_AI_USAGE_INPUT_TOKENS))
-        tout = _int(get(GEN_AI_USAGE_OUTPUT_TOKENS))
+        tin = token_count(get(GEN_AI_USAGE_INPUT_TOKENS))
+        tout = token_count(get(GEN_AI_USAGE_OUTPUT_TOKENS))
         model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
@@ -84,7 +84,8 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     return total_in, total_out, {k: (v[0], v[1]) for k, v in per_model.items()}
 
 
-def _int(value: Any) -> int:
+def token_count(value: Any) -> int:
+    """A recorded token count as an int (0 when missing or unreadable)."""
     if type(value) is int:
         return value  # the common case, without the try
     try:

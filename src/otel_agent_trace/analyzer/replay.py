@@ -17,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_agent_trace.analyzer.graph import Graph
 from otel_agent_trace.analyzer.locate import Finding, error_type_of, failure_text
+from otel_agent_trace.analyzer.metrics import token_count
 from otel_agent_trace.analyzer.normalize.conventions import Facts, facts_of
-from otel_agent_trace.analyzer.runs import is_tool_span
+from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
 from otel_agent_trace.hashing import message_hash
 from otel_agent_trace.model import (
@@ -89,8 +91,8 @@ def steps_of(finding: Finding) -> list[StepView]:
         hashes = list(hashes) if isinstance(hashes, list) else None
         inputs: dict[str, Message] = {}
         if hashes is None and facts is not None and facts.inputs:
-            inputs = {message_hash(m): m for m in facts.inputs}
             hashes = [message_hash(m) for m in facts.inputs]
+            inputs = dict(zip(hashes, facts.inputs))
         view = StepView(step, run.step_index_of(step), step.attr(STEP_KIND), phase(step), error_type_of(step, life))
         if hashes is not None:
             view.context_recorded = True
@@ -114,8 +116,9 @@ def steps_of(finding: Finding) -> list[StepView]:
             view.tokens = _tokens(step)
         for span in _tools(step, descendants, run, graph):
             result = span.attr(GEN_AI_TOOL_CALL_RESULT)
-            if result is None and failure_text(span):
-                result = f"(raised) {failure_text(span)}"
+            raised = failure_text(span) if result is None else None
+            if raised:
+                result = f"(raised) {raised}"
             view.tools.append(ToolView(span, str(span.attr(GEN_AI_TOOL_NAME) or span.name),
                                        span.attr(GEN_AI_TOOL_CALL_ARGUMENTS), result,
                                        span.attr(TOOL_OUTCOME), phase(span), error_type_of(span, life)))
@@ -126,7 +129,7 @@ def steps_of(finding: Finding) -> list[StepView]:
 
 def _tokens(span: Span) -> tuple[int, int] | None:
     tin, tout = span.attr(GEN_AI_USAGE_INPUT_TOKENS), span.attr(GEN_AI_USAGE_OUTPUT_TOKENS)
-    return None if tin is None and tout is None else (int(tin or 0), int(tout or 0))
+    return None if tin is None and tout is None else (token_count(tin), token_count(tout))
 
 
 def _decision(facts: Facts) -> list[dict[str, Any]] | None:
@@ -141,7 +144,7 @@ def _decision(facts: Facts) -> list[dict[str, Any]] | None:
     return [Message("assistant", text, tuple(facts.calls)).canonical()]
 
 
-def _tools(step: Span, descendants: list[Span], run: Any, graph: Any) -> list[Span]:
+def _tools(step: Span, descendants: list[Span], run: Run, graph: Graph | None) -> list[Span]:
     """The tools the step ran: those below it, and those that depend on it by `decided_by`."""
     found = {s.span_id: s for s in descendants if is_tool_span(s)}
     if graph is not None:

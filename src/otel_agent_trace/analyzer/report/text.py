@@ -50,8 +50,7 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
 
 def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
     """A healthy run on one line (with its recovered errors), a failed run as its table."""
-    status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
-    lines = [f"{status} {run['agent'] or 'agent'}  trace {run['trace_id']}  {run['steps']} steps"]
+    lines = [_headline(run, paint)]
     if run["status"] != "failed":
         if run["recovered"]:
             lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
@@ -100,12 +99,16 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
         for run in members[EXAMPLES_PER_GROUP:]:
             origin = run["origin"]
             at = f"  origin {_where(origin)}{_confidence(run)}" if origin else ""
-            lines.append(f"{paint('FAILED', '31;1')} {run['agent'] or 'agent'}  trace {run['trace_id']}  "
-                         f"{run['steps']} steps{at}")
+            lines.append(_headline(run, paint) + at)
     lines.append("")
     lines.append(paint(f"{len(healthy)} run(s) ok", "32") + f", not listed ({recovered} recovered from an error); "
                  "`--format json` lists every run.")
     return lines
+
+
+def _headline(run: dict[str, Any], paint: _Paint) -> str:
+    status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
+    return f"{status} {run['agent'] or 'agent'}  trace {run['trace_id']}  {run['steps']} steps"
 
 
 def _confidence(run: dict[str, Any]) -> str:
