@@ -278,7 +278,7 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any], source: tuple[str, in
 
 def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputReport) -> list[Span]:
     """`_resource_spans` + `span_of` for a record decoded into `otlp_typed` Structs (raises
-    ValueError where the orjson path would report something: it then reads the record again)."""
+    ValueError or TypeError where the orjson path would report something: it reads the record)."""
     source = (path, line)
     out: list[Span] = []
     append = out.append
