@@ -12,10 +12,12 @@ replaced (U+FFFD) and reported; a string attribute over `MAX_ATTRIBUTE_CHARS` is
 reported; an unknown enum value (status code, span kind) is read as unset and noted as a warning.
 Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
 
-Speed: orjson, with a fast path that assumes well-formed spans and falls back to a careful path
-per span only when the fast one raises (NOTES.md: object creation, not disk, is the bound).
-(msgspec typed structs were tried: 1.35x on the reader alone, within noise end to end, so
-not worth a second decoding path.)
+Speed (NOTES.md: object creation, not disk, is the bound): a record is first decoded with msgspec
+into the typed Structs of `otlp_typed` (the common shape only: no dict per key/value wrapper),
+then read by `_typed_spans`. Anything that shape refuses, or that `_typed_spans` would read
+differently, goes to the orjson path: `orjson.loads`, then a fast path that assumes well-formed
+spans and falls back to a careful path per span only when the fast one raises. Both paths build
+the same spans (tests/analyzer_inputs/test_reader_typed.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from otel_agent_trace.analyzer.readers import otlp_typed
 from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
@@ -37,6 +40,9 @@ _KIND_NAMES = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_S
                "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
+_decode_export = otlp_typed.decode_export
+# what the typed path raises on input it leaves to the orjson path (int(), ids, `_value_typed`)
+_NOT_TYPED = (otlp_typed.DecodeError, ValueError, TypeError)
 
 
 def read_file(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
@@ -123,6 +129,14 @@ def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report
 def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
     """Spans of one record (a JSON Lines line or a decompressed frame)."""
     report.bytes_read += len(raw)
+    try:
+        return _typed_spans(_decode_export(raw), path, number, report)
+    except _NOT_TYPED:  # not the common shape (or a `BAD_RECORD`): the orjson path reads or reports it
+        return _read_record_orjson(raw, number, path, report)
+
+
+def _read_record_orjson(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
+    """`read_record` for any record: orjson, then `spans_of_doc`."""
     if raw.startswith(BAD_RECORD):
         report.bad(number, raw[len(BAD_RECORD):].decode("utf-8", "replace"))
         return []
@@ -260,6 +274,96 @@ def span_of(raw: dict[str, Any], resource: dict[str, Any], source: tuple[str, in
         if links else [],
         resource, source, kind,
     )
+
+
+def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputReport) -> list[Span]:
+    """`_resource_spans` + `span_of` for a record decoded into `otlp_typed` Structs (raises
+    ValueError or TypeError where the orjson path would report something: it reads the record)."""
+    source = (path, line)
+    out: list[Span] = []
+    append = out.append
+    for rs in export.resourceSpans:
+        resource = _attributes_typed(rs.resource.attributes) if rs.resource is not None else {}
+        for ss in rs.scopeSpans:
+            for raw in ss.spans:
+                trace_id = raw.traceId
+                parent = raw.parentSpanId
+                status = raw.status
+                events = raw.events
+                links = raw.links
+                append(Span(
+                    _traces_get(trace_id) or _hex(trace_id, 32, _traces), _hex_fresh(raw.spanId, 16),
+                    (_spans_get(parent) or _hex(parent, 16, _spans)) if parent else None, raw.name,
+                    int(raw.startTimeUnixNano or 0), int(raw.endTimeUnixNano or 0),
+                    0 if status is None else status.code, "" if status is None else status.message,
+                    _attributes_typed(raw.attributes),
+                    [Event(e.name, int(e.timeUnixNano or 0), _attributes_typed(e.attributes)) for e in events]
+                    if events else [],
+                    [Link(_traces_get(k.traceId) or _hex(k.traceId, 32, _traces),
+                          _spans_get(k.spanId) or _hex(k.spanId, 16, _spans), _attributes_typed(k.attributes))
+                     for k in links]
+                    if links else [],
+                    resource, source, raw.kind,
+                ))
+    report.spans += len(out)
+    return out
+
+
+def _attributes_typed(items: list[otlp_typed.KeyValue]) -> dict[str, Any]:
+    """`attributes_of` for decoded KeyValues. A valid AnyValue has exactly one field set: the
+    checks of the other fields are what the orjson path's `len(value) == 1` is here."""
+    out = {}
+    for item in items:
+        value = item.value
+        text = value.stringValue
+        if text is not None:  # strings, int64-as-string and arrays of strings inline (most values)
+            if (value.intValue is None and value.doubleValue is None and value.boolValue is None
+                    and value.arrayValue is None and len(text) <= MAX_ATTRIBUTE_CHARS):
+                out[item.key] = text
+                continue
+        elif value.doubleValue is None and value.boolValue is None:
+            number = value.intValue
+            array = value.arrayValue
+            if array is None:
+                if number is not None:
+                    out[item.key] = int(number)
+                    continue
+            elif number is None:
+                strings = []
+                for element in array.values:
+                    text = element.stringValue
+                    if (text is None or element.intValue is not None or element.doubleValue is not None
+                            or element.boolValue is not None):
+                        break
+                    strings.append(text)
+                else:
+                    out[item.key] = strings
+                    continue
+                out[item.key] = [_value_typed(element, None) for element in array.values]
+                continue
+        out[item.key] = _value_typed(value, value.arrayValue)
+    return out
+
+
+def _value_typed(value: otlp_typed.Scalar, array: otlp_typed.Array | None) -> Any:
+    """`_value_fast` for a decoded AnyValue (`array`: its arrayValue; array elements have none):
+    raises ValueError unless exactly one field is set, or on a string the orjson path truncates."""
+    text, number, real, flag = value.stringValue, value.intValue, value.doubleValue, value.boolValue
+    if array is None:
+        if text is not None:
+            if number is None and real is None and flag is None and len(text) <= MAX_ATTRIBUTE_CHARS:
+                return text
+        elif number is not None:
+            if real is None and flag is None:
+                return int(number)
+        elif real is not None:
+            if flag is None:
+                return real
+        elif flag is not None:
+            return flag
+    elif text is None and number is None and real is None and flag is None:
+        return [_value_typed(element, None) for element in array.values]
+    raise ValueError("AnyValue")
 
 
 def _hex(value: Any, chars: int, known: dict[Any, str]) -> str:
