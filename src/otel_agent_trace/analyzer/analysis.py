@@ -307,6 +307,28 @@ def _parent_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], Non
 
 
 def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
+    # first, without building the edges: when every edge goes to a span that started earlier
+    # (a recorder's dependencies always do), there is no cycle to search for
+    get = by_id.get
+    for span_id, span in by_id.items():
+        targets = span.attributes.get(DEPENDS_ON)
+        if isinstance(targets, list):
+            start = span.start_ns
+            for target in targets:
+                if isinstance(target, str):
+                    other = get(target)
+                    if other is not None and (other.start_ns > start or (other.start_ns == start and target >= span_id)):
+                        return _dependency_search(by_id, note)
+        elif span.links:
+            start = span.start_ns
+            for link in span.links:
+                target = link.span_id
+                other = get(target)
+                if other is not None and (other.start_ns > start or (other.start_ns == start and target >= span_id)):
+                    return _dependency_search(by_id, note)
+
+
+def _dependency_search(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
     edges = {}
     backwards = True  # every edge goes to a span that started earlier: no cycle, no search needed
     for span_id, span in by_id.items():

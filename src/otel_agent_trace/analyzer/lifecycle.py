@@ -94,12 +94,14 @@ class Lifecycle:
     tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
     derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
     call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
+    # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
+    parsed_arguments: dict[str, Any] = field(default_factory=dict)
 
     def call_key(self, span: Span) -> tuple[str, str]:
         """`_call_key` of a tool span, computed once per run (loops and the metrics both ask)."""
         key = self.call_keys.get(span.span_id)
         if key is None:
-            key = self.call_keys[span.span_id] = _call_key(span)
+            key = self.call_keys[span.span_id] = _call_key(span, self.parsed_arguments.get(span.span_id, _UNPARSED))
         return key
 
     def state(self, span_id: str) -> SpanState:
@@ -237,34 +239,57 @@ def tool_definitions(run: Run) -> set[str] | None:
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
     life = Lifecycle()
-    spans = sorted(run.spans.values(), key=_START_ID)
-
-    # 1. origins recorded online, then derived ones
-    for span in spans:
-        get = span.attributes.get
+    root = run.root
+    tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    states = life.states
+    # 1. origins recorded online; on the way, what the derived checks need (each span looked at
+    # once): which spans raised (`_raised`), the failures they restate (`restated_failures`),
+    # whether any span records tool definitions, and the spans step 2 has to look at (tools,
+    # model calls, framework spans that raised): the others cannot be a derived origin
+    restating: dict[str, str] = {}
+    candidates: list[Span] = []
+    has_definitions = False
+    for span in run.spans.values():
+        attributes = span.attributes
+        get = attributes.get
         recorded_phase = get(LIFECYCLE_PHASE)
         recorded_type = get(ERROR_TYPE)
-        if not recorded_phase and not recorded_type:
-            continue  # states are created only for spans that have something to say
-        st = life.state(span.span_id)
-        if recorded_phase:
-            st.phase = str(recorded_phase)
-        if recorded_type:
-            st.error_type = str(recorded_type)
-        if recorded_phase == _ORIGIN:
-            life.origins.add(span.span_id)
-            st.reason = "recorded"
-    definitions = tool_definitions(run)
-    restating = restated_failures(run)
-    tool_ids, chat_ids = run.tool_ids, run.chat_ids
-    for span in spans:
+        if recorded_phase or recorded_type:  # states are created only for spans that have something to say
+            st = states.get(span.span_id)
+            if st is None:
+                st = states[span.span_id] = SpanState()
+            if recorded_phase:
+                st.phase = str(recorded_phase)
+            if recorded_type:
+                st.error_type = str(recorded_type)
+            if recorded_phase == _ORIGIN:
+                life.origins.add(span.span_id)
+                st.reason = "recorded"
+        if not has_definitions and not attributes.keys().isdisjoint(TOOL_DEFINITIONS_KEYS):
+            has_definitions = True
+        span_id = span.span_id
+        raised = span.status_code == STATUS_ERROR or (bool(span.events) and any(e.name == "exception"
+                                                                               for e in span.events))
+        if span_id in tool_ids:
+            candidates.append(span)
+            if raised and span.parent_id and span is not root:
+                restating[span.parent_id] = "tool"
+        elif span_id in chat_ids:
+            candidates.append(span)
+            if raised and span.parent_id and span is not root:
+                restating.setdefault(span.parent_id, "model call")
+        elif raised and span is not root:
+            candidates.append(span)
+    definitions = tool_definitions(run) if has_definitions else None
+    # 2. derived origins (each span's own: the order they are looked at in changes nothing)
+    for span in candidates:
         derived_type: str | None = None
         reason = ""
         inferred = True  # False when the error is read from a recorded attribute (tool outcome)
         if span.span_id in tool_ids:
             etype, was_derived = tool_error_type(span)
             name = span.attributes.get(GEN_AI_TOOL_NAME)
-            if arguments_malformed(span):
+            if _arguments_malformed(span, life):
                 derived_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
             elif definitions is not None and name and str(name) not in definitions:
                 derived_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
@@ -285,7 +310,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
             elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
-        elif span is not run.root and _raised(span):
+        else:
             # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
             # running the model's code): the exception type says what kind of error it was. When
             # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
@@ -310,8 +335,22 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     _unsupported_answer(run, life, definitions)
     _dropped_context(run, life)
     _retries(run, graph, life)
-    _propagate(graph, life, spans)
+    _propagate(graph, life, run)
     return life
+
+
+def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
+    """`arguments_malformed`, keeping the parsed arguments for `Lifecycle.call_key` (one parse)."""
+    args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    if not isinstance(args, str):
+        return False
+    text = args.strip()
+    if not text or text[0] not in "{[":
+        return False  # plain-text arguments are a convention, not an error
+    parsed = parse_json_or_text(text)
+    if len(text) == len(args):  # nothing stripped: what `_call_key` would parse
+        life.parsed_arguments[span.span_id] = parsed
+    return isinstance(parsed, str)
 
 
 def count(items: list[str]) -> dict[str, int]:
@@ -333,9 +372,14 @@ def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
     st.reason = reason
 
 
-def _call_key(span: Span) -> tuple[str, str]:
+_UNPARSED = object()
+
+
+def _call_key(span: Span, args: Any = _UNPARSED) -> tuple[str, str]:
+    """(tool name, canonical JSON of its arguments); `args`: the arguments already parsed."""
     attributes = span.attributes
-    args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+    if args is _UNPARSED:
+        args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
     try:
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
@@ -485,15 +529,15 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
             st.phase = _RECOVERED
 
 
-def _propagate(graph: Graph, life: Lifecycle, order: list[Span]) -> None:
-    """Taint flows forward along every dependency except retry_of, from unrecovered origins.
-
-    `order`: the run's spans by (start, span id)."""
+def _propagate(graph: Graph, life: Lifecycle, run: Run) -> None:
+    """Taint flows forward along every dependency except retry_of, from unrecovered origins
+    (spans looked at by (start, span id))."""
     live = {s for s in life.origins if s not in life.recovered}
     tainted = set(live)
     if not live:
         life.tainted = tainted
         return
+    order = sorted(run.spans.values(), key=_START_ID)
     changed = True
     while changed:
         changed = False
