@@ -67,6 +67,7 @@ LOOP_THRESHOLD = 3  # same tool + same arguments requested this many times in on
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
+_DEFINITIONS_0, _DEFINITIONS_1, _DEFINITIONS_2 = TOOL_DEFINITIONS_KEYS
 # enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)
 _ORIGIN, _PROPAGATE, _RECOVERED, _CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,
                                                                 Phase.CRITICAL))
@@ -97,11 +98,13 @@ class Lifecycle:
     # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
     parsed_arguments: dict[str, Any] = field(default_factory=dict)
 
-    def call_key(self, span: Span) -> tuple[str, str]:
-        """`_call_key` of a tool span, computed once per run (loops and the metrics both ask)."""
+    def call_key(self, span: Span, name: str | None = None) -> tuple[str, str]:
+        """`_call_key` of a tool span, computed once per run (loops and the metrics both ask);
+        `name`: its `tool_name_of`, when known."""
         key = self.call_keys.get(span.span_id)
         if key is None:
-            key = self.call_keys[span.span_id] = _call_key(span, self.parsed_arguments.get(span.span_id, _UNPARSED))
+            key = self.call_keys[span.span_id] = _call_key(span, self.parsed_arguments.get(span.span_id, _UNPARSED),
+                                                           name)
         return key
 
     def state(self, span_id: str) -> SpanState:
@@ -265,11 +268,16 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             if recorded_phase == _ORIGIN:
                 life.origins.add(span.span_id)
                 st.reason = "recorded"
-        if not has_definitions and not attributes.keys().isdisjoint(TOOL_DEFINITIONS_KEYS):
+        if not has_definitions and (_DEFINITIONS_0 in attributes or _DEFINITIONS_1 in attributes
+                                    or _DEFINITIONS_2 in attributes):
             has_definitions = True
         span_id = span.span_id
-        raised = span.status_code == STATUS_ERROR or (bool(span.events) and any(e.name == "exception"
-                                                                               for e in span.events))
+        if span.status_code == STATUS_ERROR:
+            raised = True
+        elif span.events:
+            raised = any(e.name == "exception" for e in span.events)
+        else:
+            raised = False
         if span_id in tool_ids:
             candidates.append(span)
             if raised and span.parent_id and span is not root:
@@ -375,8 +383,9 @@ def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
 _UNPARSED = object()
 
 
-def _call_key(span: Span, args: Any = _UNPARSED) -> tuple[str, str]:
-    """(tool name, canonical JSON of its arguments); `args`: the arguments already parsed."""
+def _call_key(span: Span, args: Any = _UNPARSED, name: str | None = None) -> tuple[str, str]:
+    """(tool name, canonical JSON of its arguments); `args`: the arguments already parsed; `name`:
+    `tool_name_of(span)`, when known."""
     attributes = span.attributes
     if args is _UNPARSED:
         args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
@@ -384,23 +393,30 @@ def _call_key(span: Span, args: Any = _UNPARSED) -> tuple[str, str]:
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         canon = str(args)
-    return str(attributes.get(GEN_AI_TOOL_NAME) or span.name), canon
+    return tool_name_of(span) if name is None else name, canon
+
+
+def tool_name_of(span: Span) -> str:
+    """A tool span's name as loops, retries and the metrics count it."""
+    return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name)
 
 
 def _loops(run: Run, life: Lifecycle) -> None:
     if len(run.tools) < LOOP_THRESHOLD:
         return  # too few calls to repeat one LOOP_THRESHOLD times
-    if any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
+    if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
-    calls = [t for t in run.tools if t.span_id not in life.origins]
+    origins = life.origins
+    calls = [t for t in run.tools if t.span_id not in origins] if origins else run.tools
     # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
     names = [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in calls]
     per_name = count(names)
     counts: dict[tuple[str, str], int] = {}
+    call_key = life.call_key
     for tool, name in zip(calls, names):
         if per_name[name] < LOOP_THRESHOLD:
             continue  # too few calls of this tool to loop: no need to canonicalize its arguments
-        key = life.call_key(tool)
+        key = call_key(tool, name)
         counts[key] = counts.get(key, 0) + 1
         if counts[key] == LOOP_THRESHOLD:
             parent = run.spans.get(tool.parent_id or "")
