@@ -31,7 +31,7 @@ from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.readers.sources import UnreadableInput
 from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
-from otel_agent_trace.analyzer.runs import group_runs
+from otel_agent_trace.analyzer.runs import trace_runs
 from otel_agent_trace.analyzer.spans import InputReport, Span
 from otel_agent_trace.model import DEPENDS_ON
 
@@ -225,27 +225,69 @@ def _consume(store: TraceStore, report: InputReport, spans: Callable[[], Iterato
 
 def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span]:
     """Drop duplicate span ids and break parent cycles; report those, orphans and dependency cycles."""
+    return list(checked_trace(spans, reports)[0].values())
+
+
+def checked_trace(spans: list[Span],
+                  reports: dict[str, InputReport]) -> tuple[dict[str, Span], dict[str, list[Span]]]:
+    """`check_trace`, returning (span id -> span, in order; parent id -> children, in order) of
+    the spans kept (what `runs.trace_runs` groups)."""
     def note(span: Span, reason: str, bad: bool) -> None:
         path, line = span.source or ("", 0)
         report = reports.get(path)
         if report is not None:
             (report.bad if bad else report.warn)(line, reason)
 
-    by_id: dict[str, Span] = {}
-    first_of = by_id.setdefault
-    for span in spans:
-        first = first_of(span.span_id, span)
-        if first is not span:
-            where = f"{first.source[0]}:{first.source[1]}" if first.source else "?"
-            note(span, f"duplicate span id {span.span_id} in trace {span.trace_id} (first at {where}); dropped", True)
+    by_id: dict[str, Span] = {s.span_id: s for s in spans}
+    if len(by_id) != len(spans):  # duplicates: the first of each id is kept
+        by_id = {}
+        first_of = by_id.setdefault
+        for span in spans:
+            first = first_of(span.span_id, span)
+            if first is not span:
+                where = f"{first.source[0]}:{first.source[1]}" if first.source else "?"
+                note(span, f"duplicate span id {span.span_id} in trace {span.trace_id} (first at {where}); dropped",
+                     True)
+    children: dict[str, list[Span]] = {}
+    tops: list[Span] = []  # spans without a parent in the trace
     for span in by_id.values():
-        if span.parent_id == span.span_id:
+        parent = span.parent_id
+        if parent == span.span_id:
             note(span, f"span {span.span_id} is its own parent; read as a root", False)
             span.parent_id = None
-        elif span.parent_id and span.parent_id not in by_id:
-            note(span, f"orphan span {span.span_id}: parent {span.parent_id} not in trace {span.trace_id}", False)
+            tops.append(span)
+        elif not parent:
+            tops.append(span)
+        elif parent not in by_id:
+            note(span, f"orphan span {span.span_id}: parent {parent} not in trace {span.trace_id}", False)
+            tops.append(span)
+        else:
+            below = children.get(parent)
+            if below is None:
+                children[parent] = [span]
+            else:
+                below.append(span)
+    # parent cycles: every span is below a top one unless some parents form a loop
+    reached = len(tops)
+    stack = tops
+    while stack:
+        below = children.get(stack.pop().span_id)
+        if below:
+            reached += len(below)
+            stack += below
+    if reached != len(by_id):
+        _parent_cycles(by_id, note)
+        children = {}
+        for span in by_id.values():
+            if span.parent_id:
+                children.setdefault(span.parent_id, []).append(span)
+    _dependency_cycles(by_id, note)
+    return by_id, children
+
+
+def _parent_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
     rooted: set[str] = set()  # spans whose ancestors are known to end at a root (walked already)
-    for span in by_id.values():  # parent cycles: walk up, break at the span that closes the loop
+    for span in by_id.values():  # walk up, break at the span that closes the loop
         if span.span_id in rooted:
             continue
         parent = span.parent_id
@@ -262,11 +304,31 @@ def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span
             seen.add(node.parent_id)
             node = by_id[node.parent_id]
         rooted |= seen
-    _dependency_cycles(by_id, note)
-    return list(by_id.values())
 
 
 def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
+    # first, without building the edges: when every edge goes to a span that started earlier
+    # (a recorder's dependencies always do), there is no cycle to search for
+    get = by_id.get
+    for span_id, span in by_id.items():
+        targets = span.attributes.get(DEPENDS_ON)
+        if isinstance(targets, list):
+            start = span.start_ns
+            for target in targets:
+                if isinstance(target, str):
+                    other = get(target)
+                    if other is not None and (other.start_ns > start or (other.start_ns == start and target >= span_id)):
+                        return _dependency_search(by_id, note)
+        elif span.links:
+            start = span.start_ns
+            for link in span.links:
+                target = link.span_id
+                other = get(target)
+                if other is not None and (other.start_ns > start or (other.start_ns == start and target >= span_id)):
+                    return _dependency_search(by_id, note)
+
+
+def _dependency_search(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:
     edges = {}
     backwards = True  # every edge goes to a span that started earlier: no cycle, no search needed
     for span_id, span in by_id.items():
@@ -309,11 +371,13 @@ def _dependency_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool],
 def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[str, int] | None,
                    rules: list | None) -> Iterator[Finding]:
     """One trace's findings: checked (notes to `reports`), normalized (counted), runs located."""
-    spans = check_trace(spans, reports)
-    convention = normalize_trace(spans)
+    by_id, children = checked_trace(spans, reports)
+    if not by_id:
+        return
+    convention = normalize_trace(list(by_id.values()))  # (rewrites attributes, never parents)
     if convention and normalized is not None:
         normalized[convention] = normalized.get(convention, 0) + 1
-    for run in group_runs(spans):
+    for run in trace_runs(spans[0].trace_id, by_id, children):
         finding = locate(run, rules)
         classify(finding)
         yield finding

@@ -21,7 +21,7 @@ records. Memory per process is bounded by the traces still open (and the spill b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer import analysis
 from otel_agent_trace.analyzer.readers.otlp_json import is_document, read_batches, read_file, read_record, splittable
@@ -202,13 +202,26 @@ class _Notes:
         self.sink.append((self.path, False, line, reason))
 
 
+class _Recorders(dict):
+    """path -> its `_Notes`, made when a note for the path is first taken (`check_trace` asks
+    `reports.get(path)` only for a span's own path, and only to note something)."""
+
+    __slots__ = ("notes",)
+
+    def __init__(self, notes: list):
+        super().__init__()
+        self.notes = notes
+
+    def get(self, path: str, default: Any = None) -> _Notes:
+        recorder = dict.get(self, path)
+        if recorder is None:
+            recorder = self[path] = _Notes(path, self.notes)
+        return recorder
+
+
 def analyse_trace(spans: list[Span], rules: list | None, reduce: Callable) -> TraceResult:
     notes: list[tuple[str, bool, int, str]] = []
-    recorders = {}
-    for span in spans:
-        path = span.source[0] if span.source else ""
-        if path not in recorders:
-            recorders[path] = _Notes(path, notes)
+    recorders = _Recorders(notes)
     counted: dict[str, int] = {}
     summaries = [reduce(f) for f in analysis.trace_findings(spans, recorders, counted, rules)]
     return notes, next(iter(counted), None), summaries

@@ -35,6 +35,56 @@ class Graph:
 
 def build_graph(run: Run) -> Graph:
     graph = Graph()
+    _fill(graph, run)
+    return graph
+
+
+class LazyGraph(Graph):
+    """`build_graph(run)`, its edges built when first read (`edges`, `reverse`, `add`).
+
+    Most runs never need them: only runs with an error walk or propagate over edges (and the
+    HTML report and replay read them). `derived` is known at once, from a scan that stops at the
+    first recorded edge: the same answer as building every edge and seeing none."""
+
+    def __init__(self, run: Run):  # (no dataclass __init__: edges and reverse stay unset)
+        self._run = run
+        self.derived = not _records_edges(run)
+
+    def __getattr__(self, name: str):  # called only for attributes not set yet
+        if name in ("edges", "reverse"):
+            run = self.__dict__.pop("_run", None)
+            if run is not None:
+                self.edges = defaultdict(list)
+                self.reverse = defaultdict(list)
+                _fill(self, run)
+                return self.__dict__[name]
+        raise AttributeError(name)
+
+
+def _records_edges(run: Run) -> bool:
+    """Whether `_fill` adds an edge from the recorded dependencies (before `derive_edges`)."""
+    spans = run.spans
+    for span in spans.values():
+        get = span.attributes.get
+        targets = get(DEPENDS_ON)
+        if isinstance(targets, list):
+            relations = get(DEPENDS_ON_RELATIONS)
+            if isinstance(relations, list) and len(targets) == len(relations):
+                source = span.span_id
+                for target in targets:
+                    if isinstance(target, str) and target in spans and target != source:
+                        return True
+                continue
+        if span.links:
+            for link in span.links:
+                target = link.span_id
+                if (link.trace_id == span.trace_id and link.attributes.get(LINK_RELATION)
+                        and isinstance(target, str) and target in spans and target != span.span_id):
+                    return True
+    return False
+
+
+def _fill(graph: Graph, run: Run) -> None:
     spans = run.spans
     add = graph.add
     for span in spans.values():
@@ -55,7 +105,6 @@ def build_graph(run: Run) -> Graph:
         derive_edges(run, graph)
     if run.steps:
         graph.add(run.root.span_id, run.steps[-1].span_id, RESULT_OF)
-    return graph
 
 
 def derive_edges(run: Run, graph: Graph) -> None:

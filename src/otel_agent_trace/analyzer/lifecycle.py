@@ -67,6 +67,7 @@ LOOP_THRESHOLD = 3  # same tool + same arguments requested this many times in on
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
+_DEFINITIONS_0, _DEFINITIONS_1, _DEFINITIONS_2 = TOOL_DEFINITIONS_KEYS
 # enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)
 _ORIGIN, _PROPAGATE, _RECOVERED, _CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,
                                                                 Phase.CRITICAL))
@@ -94,12 +95,16 @@ class Lifecycle:
     tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
     derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
     call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
+    # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
+    parsed_arguments: dict[str, Any] = field(default_factory=dict)
 
-    def call_key(self, span: Span) -> tuple[str, str]:
-        """`_call_key` of a tool span, computed once per run (loops and the metrics both ask)."""
+    def call_key(self, span: Span, name: str | None = None) -> tuple[str, str]:
+        """`_call_key` of a tool span, computed once per run (loops and the metrics both ask);
+        `name`: its `tool_name_of`, when known."""
         key = self.call_keys.get(span.span_id)
         if key is None:
-            key = self.call_keys[span.span_id] = _call_key(span)
+            key = self.call_keys[span.span_id] = _call_key(span, self.parsed_arguments.get(span.span_id, _UNPARSED),
+                                                           name)
         return key
 
     def state(self, span_id: str) -> SpanState:
@@ -237,34 +242,62 @@ def tool_definitions(run: Run) -> set[str] | None:
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
     life = Lifecycle()
-    spans = sorted(run.spans.values(), key=_START_ID)
-
-    # 1. origins recorded online, then derived ones
-    for span in spans:
-        get = span.attributes.get
+    root = run.root
+    tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    states = life.states
+    # 1. origins recorded online; on the way, what the derived checks need (each span looked at
+    # once): which spans raised (`_raised`), the failures they restate (`restated_failures`),
+    # whether any span records tool definitions, and the spans step 2 has to look at (tools,
+    # model calls, framework spans that raised): the others cannot be a derived origin
+    restating: dict[str, str] = {}
+    candidates: list[Span] = []
+    has_definitions = False
+    for span in run.spans.values():
+        attributes = span.attributes
+        get = attributes.get
         recorded_phase = get(LIFECYCLE_PHASE)
         recorded_type = get(ERROR_TYPE)
-        if not recorded_phase and not recorded_type:
-            continue  # states are created only for spans that have something to say
-        st = life.state(span.span_id)
-        if recorded_phase:
-            st.phase = str(recorded_phase)
-        if recorded_type:
-            st.error_type = str(recorded_type)
-        if recorded_phase == _ORIGIN:
-            life.origins.add(span.span_id)
-            st.reason = "recorded"
-    definitions = tool_definitions(run)
-    restating = restated_failures(run)
-    tool_ids, chat_ids = run.tool_ids, run.chat_ids
-    for span in spans:
+        if recorded_phase or recorded_type:  # states are created only for spans that have something to say
+            st = states.get(span.span_id)
+            if st is None:
+                st = states[span.span_id] = SpanState()
+            if recorded_phase:
+                st.phase = str(recorded_phase)
+            if recorded_type:
+                st.error_type = str(recorded_type)
+            if recorded_phase == _ORIGIN:
+                life.origins.add(span.span_id)
+                st.reason = "recorded"
+        if not has_definitions and (_DEFINITIONS_0 in attributes or _DEFINITIONS_1 in attributes
+                                    or _DEFINITIONS_2 in attributes):
+            has_definitions = True
+        span_id = span.span_id
+        if span.status_code == STATUS_ERROR:
+            raised = True
+        elif span.events:
+            raised = any(e.name == "exception" for e in span.events)
+        else:
+            raised = False
+        if span_id in tool_ids:
+            candidates.append(span)
+            if raised and span.parent_id and span is not root:
+                restating[span.parent_id] = "tool"
+        elif span_id in chat_ids:
+            candidates.append(span)
+            if raised and span.parent_id and span is not root:
+                restating.setdefault(span.parent_id, "model call")
+        elif raised and span is not root:
+            candidates.append(span)
+    definitions = tool_definitions(run) if has_definitions else None
+    # 2. derived origins (each span's own: the order they are looked at in changes nothing)
+    for span in candidates:
         derived_type: str | None = None
         reason = ""
         inferred = True  # False when the error is read from a recorded attribute (tool outcome)
         if span.span_id in tool_ids:
             etype, was_derived = tool_error_type(span)
             name = span.attributes.get(GEN_AI_TOOL_NAME)
-            if arguments_malformed(span):
+            if _arguments_malformed(span, life):
                 derived_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
             elif definitions is not None and name and str(name) not in definitions:
                 derived_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
@@ -285,7 +318,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
             elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
-        elif span is not run.root and _raised(span):
+        else:
             # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
             # running the model's code): the exception type says what kind of error it was. When
             # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
@@ -310,8 +343,22 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     _unsupported_answer(run, life, definitions)
     _dropped_context(run, life)
     _retries(run, graph, life)
-    _propagate(graph, life, spans)
+    _propagate(graph, life, run)
     return life
+
+
+def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
+    """`arguments_malformed`, keeping the parsed arguments for `Lifecycle.call_key` (one parse)."""
+    args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    if not isinstance(args, str):
+        return False
+    text = args.strip()
+    if not text or text[0] not in "{[":
+        return False  # plain-text arguments are a convention, not an error
+    parsed = parse_json_or_text(text)
+    if len(text) == len(args):  # nothing stripped: what `_call_key` would parse
+        life.parsed_arguments[span.span_id] = parsed
+    return isinstance(parsed, str)
 
 
 def count(items: list[str]) -> dict[str, int]:
@@ -333,30 +380,43 @@ def _mark(life: Lifecycle, span: Span, error_type: str, reason: str) -> None:
     st.reason = reason
 
 
-def _call_key(span: Span) -> tuple[str, str]:
+_UNPARSED = object()
+
+
+def _call_key(span: Span, args: Any = _UNPARSED, name: str | None = None) -> tuple[str, str]:
+    """(tool name, canonical JSON of its arguments); `args`: the arguments already parsed; `name`:
+    `tool_name_of(span)`, when known."""
     attributes = span.attributes
-    args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+    if args is _UNPARSED:
+        args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
     try:
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         canon = str(args)
-    return str(attributes.get(GEN_AI_TOOL_NAME) or span.name), canon
+    return tool_name_of(span) if name is None else name, canon
+
+
+def tool_name_of(span: Span) -> str:
+    """A tool span's name as loops, retries and the metrics count it."""
+    return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name)
 
 
 def _loops(run: Run, life: Lifecycle) -> None:
     if len(run.tools) < LOOP_THRESHOLD:
         return  # too few calls to repeat one LOOP_THRESHOLD times
-    if any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
+    if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
-    calls = [t for t in run.tools if t.span_id not in life.origins]
+    origins = life.origins
+    calls = [t for t in run.tools if t.span_id not in origins] if origins else run.tools
     # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
     names = [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in calls]
     per_name = count(names)
     counts: dict[tuple[str, str], int] = {}
+    call_key = life.call_key
     for tool, name in zip(calls, names):
         if per_name[name] < LOOP_THRESHOLD:
             continue  # too few calls of this tool to loop: no need to canonicalize its arguments
-        key = life.call_key(tool)
+        key = call_key(tool, name)
         counts[key] = counts.get(key, 0) + 1
         if counts[key] == LOOP_THRESHOLD:
             parent = run.spans.get(tool.parent_id or "")
@@ -485,15 +545,15 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
             st.phase = _RECOVERED
 
 
-def _propagate(graph: Graph, life: Lifecycle, order: list[Span]) -> None:
-    """Taint flows forward along every dependency except retry_of, from unrecovered origins.
-
-    `order`: the run's spans by (start, span id)."""
+def _propagate(graph: Graph, life: Lifecycle, run: Run) -> None:
+    """Taint flows forward along every dependency except retry_of, from unrecovered origins
+    (spans looked at by (start, span id))."""
     live = {s for s in life.origins if s not in life.recovered}
     tainted = set(live)
     if not live:
         life.tainted = tainted
         return
+    order = sorted(run.spans.values(), key=_START_ID)
     changed = True
     while changed:
         changed = False

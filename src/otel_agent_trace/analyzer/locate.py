@@ -27,7 +27,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, build_graph
+from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
@@ -110,7 +110,7 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
 
 def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     rules = list(BUILTIN_RULES) if rules is None else rules
-    graph = build_graph(run)
+    graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
     life = compute(run, graph)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)

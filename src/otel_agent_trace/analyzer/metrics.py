@@ -74,8 +74,12 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
         get = span.attributes.get
-        tin = token_count(get(GEN_AI_USAGE_INPUT_TOKENS))
-        tout = token_count(get(GEN_AI_USAGE_OUTPUT_TOKENS))
+        tin = get(GEN_AI_USAGE_INPUT_TOKENS)
+        if type(tin) is not int:  # (`token_count`, without a call in the common case)
+            tin = token_count(tin)
+        tout = get(GEN_AI_USAGE_OUTPUT_TOKENS)
+        if type(tout) is not int:
+            tout = token_count(tout)
         model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
@@ -134,12 +138,15 @@ def run_metrics(f: Finding) -> RunMetrics:
     seen_calls: set[tuple[str, str]] = set()
     names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
     per_name = count(names)
+    states = life.states if life else {}
+    origins = life.origins if life else ()
     for tool, name in zip(run.tools, names):
-        etype = life.error_type(tool.span_id) if life else None
-        origin = bool(life and tool.span_id in life.origins)
+        st = states.get(tool.span_id)
+        etype = st.error_type if st is not None else None
+        origin = tool.span_id in origins
         tools.append((name, origin and etype not in WRONG_TOOL_TYPES))
         # a tool called once cannot repeat a call: its arguments need no canonical form
-        key = (life.call_key(tool) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
+        key = (life.call_key(tool, name) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
             wrong += 1
         if not origin:

@@ -205,8 +205,11 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     # (before sorting: only the spans that may match need an order)
     if bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules):
         states = life.states
-        spans = [s for s in spans if s.status_code == STATUS_ERROR
-                 or ((st := states.get(s.span_id)) is not None and (st.phase or st.error_type or st.flags))]
+        if not states:
+            spans = [s for s in spans if s.status_code == STATUS_ERROR]
+        else:
+            spans = [s for s in spans if s.status_code == STATUS_ERROR
+                     or ((st := states.get(s.span_id)) is not None and (st.phase or st.error_type or st.flags))]
     for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
         known = facts(span, life)
         hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
@@ -80,49 +81,96 @@ _CHAT_PREFIX = OP_CHAT + " "
 
 def group_runs(spans: Iterable[Span]) -> list[Run]:
     """Runs in order of start time; a run owns its subtree up to (not into) a nested run."""
-    # per trace: (span id -> span, the first of each id; parent id -> children; run roots)
-    traces: dict[str, tuple[dict[str, Span], dict[str, list[Span]], list[Span]]] = {}
+    # per trace: (span id -> span, the first of each id; parent id -> children)
+    traces: dict[str, tuple[dict[str, Span], dict[str, list[Span]]]] = {}
     for span in spans:
         trace = traces.get(span.trace_id)
         if trace is None:
-            trace = traces[span.trace_id] = ({}, defaultdict(list), [])
-        members, children, roots = trace
+            trace = traces[span.trace_id] = ({}, defaultdict(list))
+        members, children = trace
         if span.span_id in members:
             continue
         members[span.span_id] = span
         if span.parent_id:
             children[span.parent_id].append(span)
-        if is_run_span(span):
-            roots.append(span)
     runs: list[Run] = []
-    for trace_id, (_, children, roots) in traces.items():
-        run_ids = {r.span_id for r in roots}
-        for root in roots:
-            run = Run(trace_id, root)
-            _collect(run, children, run_ids)
-            runs.append(run)
+    for trace_id, (members, children) in traces.items():
+        runs += _trace_runs(trace_id, members.values(), children)
     runs.sort(key=lambda r: r.root.start_ns)
     return runs
 
 
+def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list[Span]]) -> list[Run]:
+    """`group_runs` of one trace whose spans (unique ids, in order) and children lists (parent id ->
+    children, in that order) are already known (`analysis.check_trace` builds both)."""
+    runs = _trace_runs(trace_id, members.values(), children)
+    runs.sort(key=lambda r: r.root.start_ns)
+    return runs
+
+
+def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[Span]]) -> list[Run]:
+    # `is_run_span` inline: one pass over a trace's spans
+    roots = []
+    for span in spans:
+        if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
+            roots.append(span)
+            continue
+        name = span.name
+        if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " "):
+            roots.append(span)
+    if not roots:
+        return []
+    run_ids = {r.span_id for r in roots}
+    runs = []
+    for root in roots:
+        run = Run(trace_id, root)
+        _collect(run, children, run_ids)
+        runs.append(run)
+    return runs
+
+
 def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> None:
-    """The run's subtree (up to nested runs) into `run.spans`, each span's role decided once."""
+    """The run's subtree (up to nested runs) into `run.spans`, each span's role decided once
+    (`is_step_span`, `is_tool_span`, `is_chat_span`, inline)."""
     spans_of = run.spans
     steps, tools, chats = run.steps, run.tools, run.chats
+    tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    get_children = children.get
+    # one run in the trace, with no parent: no one below it is a run root (each child list is taken whole)
+    alone = len(run_ids) == 1 and not run.root.parent_id
     stack = [run.root]
+    pop = stack.pop
     while stack:
-        node = stack.pop()
-        spans_of[node.span_id] = node
-        below = children.get(node.span_id)
+        node = pop()
+        node_id = node.span_id
+        spans_of[node_id] = node
+        below = get_children(node_id)
         if below:
-            stack += [c for c in below if c.span_id not in run_ids]
-        if is_step_span(node):
+            if alone:
+                stack += below
+            else:
+                stack += [c for c in below if c.span_id not in run_ids]
+        attributes = node.attributes
+        name = node.name
+        operation = attributes.get(GEN_AI_OPERATION_NAME)
+        index = attributes.get(STEP_INDEX)
+        if index is not None and isinstance(index, int) and (
+                name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
-        if is_tool_span(node):
+        if operation == OP_EXECUTE_TOOL or name.startswith(_TOOL_PREFIX):
             tools.append(node)
-        if is_chat_span(node):
+            tool_ids.add(node_id)
+        if operation == OP_CHAT or name.startswith(_CHAT_PREFIX):
             chats.append(node)
-    steps.sort(key=lambda s: s.attributes.get(STEP_INDEX))
-    tools.sort(key=lambda s: s.start_ns)
-    run.tool_ids = {t.span_id for t in tools}
-    run.chat_ids = {c.span_id for c in chats}
+            chat_ids.add(node_id)
+    if len(steps) > 1:
+        steps.sort(key=_STEP_INDEX_OF)
+    if len(tools) > 1:
+        tools.sort(key=_START)
+
+
+_START = attrgetter("start_ns")
+
+
+def _STEP_INDEX_OF(span: Span) -> int:
+    return span.attributes.get(STEP_INDEX)

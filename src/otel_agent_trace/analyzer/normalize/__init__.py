@@ -79,6 +79,10 @@ _MIN_MATCH = 12
 
 
 def is_ours(spans: list[Span]) -> bool:
+    for s in spans:  # (our steps and tools carry one of these: found without looking at every key)
+        attributes = s.attributes
+        if STEP_INDEX in attributes or TOOL_OUTCOME in attributes:
+            return True
     return any(key.startswith("agent_trace.") and key != NORMALIZED_FROM for s in spans for key in s.attributes)
 
 

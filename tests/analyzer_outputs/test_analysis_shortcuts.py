@@ -1,0 +1,94 @@
+"""The per-trace shortcuts give what the long way gives: the lazily built graph, the grouping from
+`checked_trace`'s children lists, and a custom rule that fires on a healthy run's span."""
+
+from __future__ import annotations
+
+import json
+
+from trace_builder import TraceBuilder, run_span, step, tool, write
+
+from otel_agent_trace.analyzer.analysis import check_trace, checked_trace
+from otel_agent_trace.analyzer.graph import LazyGraph, build_graph
+from otel_agent_trace.analyzer.readers.otlp_json import read_file
+from otel_agent_trace.analyzer.runs import group_runs, trace_runs
+from otel_agent_trace.analyzer.spans import InputReport, Link, Span
+from otel_agent_trace.cli import main as cli_main
+
+
+def _span(span_id, parent=None, name="x", start=0, **attributes):
+    return Span("t1", span_id, parent, name, start, start + 1, attributes=dict(attributes))
+
+
+def _shapes():
+    """Runs with recorded edges, links only, self-edges only, mismatched relation lists, none."""
+    yield [_span("r", name="invoke_agent a", gen_ai__operation__name="invoke_agent"),
+           _span("s0", "r", "agent_step 0", 1, **{"agent_trace.step.index": 0}),
+           _span("t0", "s0", "execute_tool f", 2, **{"agent_trace.depends_on": ["s0"],
+                                                      "agent_trace.depends_on.relations": ["decided_by"]}),
+           _span("s1", "r", "agent_step 1", 3, **{"agent_trace.step.index": 1, "agent_trace.depends_on": ["t0", 7],
+                                                   "agent_trace.depends_on.relations": ["consumes", "data"]})]
+    linked = [_span("r", name="invoke_agent a"), _span("s0", "r", "agent_step 0", 1, **{"agent_trace.step.index": 0}),
+              _span("t0", "s0", "execute_tool f", 2)]
+    linked[2].links = [Link("t1", "s0", {"agent_trace.link.relation": "decided_by"}), Link("t2", "s0", {})]
+    yield linked
+    yield [_span("r", name="invoke_agent a"),
+           _span("s0", "r", "agent_step 0", 1, **{"agent_trace.step.index": 0, "agent_trace.depends_on": ["s0"],
+                                                   "agent_trace.depends_on.relations": ["consumes"]}),
+           _span("t0", "s0", "execute_tool f", 2, **{"agent_trace.depends_on": ["s0", "r"],
+                                                      "agent_trace.depends_on.relations": ["decided_by"]})]
+    yield [_span("r", name="invoke_agent a"), _span("s0", "r", "agent_step 0", 1, **{"agent_trace.step.index": 0}),
+           _span("t0", "s0", "execute_tool f", 2), _span("s1", "r", "agent_step 1", 3, **{"agent_trace.step.index": 1})]
+
+
+def test_lazy_graph_is_the_built_graph():
+    for spans in _shapes():
+        for run in group_runs(spans):
+            lazy, built = LazyGraph(run), build_graph(run)
+            assert lazy.derived == built.derived  # known before any edge is built
+            assert dict(lazy.edges) == dict(built.edges) and dict(lazy.reverse) == dict(built.reverse)
+            assert lazy.derived == built.derived
+            lazy2 = LazyGraph(run)
+            lazy2.add("r", "t0", "data")  # an edge added first builds the others first, in the same order
+            built.add("r", "t0", "data")
+            assert dict(lazy2.edges) == dict(built.edges)
+
+
+def test_trace_runs_from_checked_children_equal_group_runs():
+    spans = [_span("t0", "s0", "execute_tool f", 5), _span("s0", "r", "agent_step 0", 1, **{"agent_trace.step.index": 0}),
+             _span("r", name="invoke_agent a"), _span("c1", "c2", "y", 2), _span("c2", "c1", "z", 3),
+             _span("o", "missing", "chat m", 4), _span("s0", "r", "dup", 9), _span("me", "me", "invoke_agent b", 6)]
+    reports: dict = {}
+    expected = group_runs(check_trace([_copy(s) for s in spans], reports))
+    by_id, children = checked_trace([_copy(s) for s in spans], reports)
+    got = trace_runs("t1", by_id, children)
+    shape = lambda runs: [(r.root.span_id, list(r.spans), [s.span_id for s in r.steps],  # noqa: E731
+                           [s.span_id for s in r.tools], [s.span_id for s in r.chats]) for r in runs]
+    assert shape(got) == shape(expected)
+
+
+def _copy(span: Span) -> Span:
+    return Span(span.trace_id, span.span_id, span.parent_id, span.name, span.start_ns, span.end_ns,
+                attributes=dict(span.attributes))
+
+
+def test_custom_rule_fires_on_a_healthy_run(tmp_path, capsys):
+    b = TraceBuilder()
+    run = run_span(b)
+    s0 = step(b, run, 0)
+    t0 = tool(b, s0, 0, "lookup", '{"id": 1}', '{"rows": [1]}', agent_trace__tool__outcome="ok",
+              agent_trace__depends_on=[s0], agent_trace__depends_on__relations=["decided_by"])
+    step(b, run, 1, agent_trace__depends_on=[t0], agent_trace__depends_on__relations=["consumes"])
+    path = write(tmp_path / "t.jsonl", b)
+    assert all(s.status_code != 2 for s in read_file(str(path), InputReport(str(path))))
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"criticalFailures": [
+        {"ruleId": "LOOKUP_USED", "match": {"span_name": "execute_tool look*"}, "traceBack": True}]}))
+    cli_main(["analyze", "--format", "json", str(path)])
+    healthy = json.loads(capsys.readouterr().out)["runs"][0]
+    assert healthy["status"] == "ok" and healthy["errors"] == [] and healthy["derived_graph"] is False
+    cli_main(["analyze", "--format", "json", "--rules", str(rules), str(path)])
+    r = json.loads(capsys.readouterr().out)["runs"][0]
+    assert r["status"] == "failed" and [x["rule_id"] for x in r["rules"]] == ["LOOKUP_USED"]
+    assert r["critical"]["span_id"] == t0 and r["derived_graph"] is False
+    # the walk back from it ran (over the graph built for it): no error before it, so no origin
+    assert r["origin"] is None and any("no error was recorded before the failure" in e for e in r["evidence"])
