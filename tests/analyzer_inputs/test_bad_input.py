@@ -76,6 +76,15 @@ def test_no_input_at_all_is_a_usage_error(capsys):
     assert "give input files" in capsys.readouterr().err
 
 
+def test_text_that_looks_like_zstd_frames_is_read_as_lines(tmp_path):
+    # a length and the zstd magic at bytes 4-8 (the Collector's framed files) that do not decompress
+    path = tmp_path / "framed-lookalike.jsonl"
+    path.write_bytes(b"\x00\x00\x00\n(\xb5/\xfd\n" + line(GOOD).encode())
+    analysis = analyze([str(path)])
+    assert [f.run.trace_id for f in analysis.findings] == [T]
+    assert [b.line for b in analysis.inputs[0].bad_lines] == [1, 2]
+
+
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
                          ["traceId", "spanId", "parentSpanId", "name", "attributes", "key", "value", "stringValue",

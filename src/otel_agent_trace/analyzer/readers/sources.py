@@ -53,7 +53,7 @@ def records(path: str, progress: Callable[[int], None] | None = None, start: int
         elif head.startswith(ZSTD_MAGIC):
             reader = _zstd().ZstdDecompressor().stream_reader(raw, read_across_frames=True)
             yield from _lines(io.BufferedReader(reader, 1 << 20), raw, progress)
-        elif len(head) == 8 and head[4:8] == ZSTD_MAGIC:
+        elif len(head) == 8 and head[4:8] == ZSTD_MAGIC and _decodes(raw, head):
             yield from _framed(raw, progress)
         else:
             yield from _plain(raw, progress, 0, None, offsets)
@@ -63,12 +63,15 @@ def records(path: str, progress: Callable[[int], None] | None = None, start: int
 
 def _decodes(raw: IO[bytes], head: bytes) -> bool:
     """Does the start of the file really decompress? (A JSON Lines file whose first bytes happen
-    to be a magic number is read as text.) The file position is left at 0."""
+    to be a magic number, or a length and a magic number, is read as text.) The file position is
+    left at 0."""
     prefix = raw.read(1 << 16)
     raw.seek(0)
     try:
         if head.startswith(GZIP_MAGIC):
             zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(prefix)
+        elif not head.startswith(ZSTD_MAGIC):  # the file exporter's frames: a 4-byte length, then zstd
+            _zstd().ZstdDecompressor().decompressobj().decompress(prefix[4:4 + int.from_bytes(prefix[:4], "big")])
         else:
             _zstd().ZstdDecompressor().decompressobj().decompress(prefix)
     except UnreadableInput:
