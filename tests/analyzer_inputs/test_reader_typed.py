@@ -139,7 +139,8 @@ def test_typed_and_orjson_paths_read_alike(doc, pretty):
 def test_well_formed_records_take_the_typed_path(doc):
     raw = json.dumps(doc).encode()
     long = [node for node, key in _spots(doc, []) if key == "stringValue" and len(node[key]) > 8]
-    assert _typed_reads(raw) or long  # the orjson path truncates and reports long attributes
+    base64_ids = [node for node, key in _spots(doc, []) if key == "spanId" and len(node[key]) != 16]
+    assert _typed_reads(raw) or long or base64_ids  # the orjson path truncates and reports long attributes
     typed, plain = _both(raw)
     assert typed == plain
 
@@ -158,6 +159,19 @@ _ONE = ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s
 ])
 def test_odd_records_read_alike(value):
     raw = (_ONE % (_TRACE, _SPAN, value)).encode("utf-8", "surrogateescape")
+    typed, plain = _both(raw)
+    assert typed == plain
+
+
+@pytest.mark.parametrize("span_ids", [
+    ["DA45E18AC2216B02"], [_SPAN, "Da45e18ac2216b0F"], ["0123456789012345", _SPAN], ["0123456789012345"],
+    [_SPAN, "da45e18ac2216b0g"], [_SPAN, "da45e18a c2216b0"], ["da45e18ac2216b0\u0663"], ["da45e18ac2216b0\u00e9"],
+    [_SPAN, "2kXhisIhawI="], [_SPAN, "2kXhisIhawIA2kXh"], [_SPAN, ""], [_SPAN, "da45e18ac2216b02a"], [_SPAN, _SPAN],
+])
+def test_span_ids_read_alike(span_ids):
+    """Span ids are checked per record (`_lower_hex_ids`): one odd id sends the record to the orjson path."""
+    spans = ",".join('{"traceId":"%s","spanId":"%s","startTimeUnixNano":"5"}' % (_TRACE, i) for i in span_ids)
+    raw = ('{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % spans).encode()
     typed, plain = _both(raw)
     assert typed == plain
 

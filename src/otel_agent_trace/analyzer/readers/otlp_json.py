@@ -292,7 +292,7 @@ def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputR
                 events = raw.events
                 links = raw.links
                 append(Span(
-                    _traces_get(trace_id) or _hex(trace_id, 32, _traces), _hex_fresh(raw.spanId, 16),
+                    _traces_get(trace_id) or _hex(trace_id, 32, _traces), raw.spanId,  # see `_lower_hex_ids`
                     (_spans_get(parent) or _hex(parent, 16, _spans)) if parent else None, raw.name,
                     int(raw.startTimeUnixNano or 0), int(raw.endTimeUnixNano or 0),
                     0 if status is None else status.code, "" if status is None else status.message,
@@ -305,8 +305,21 @@ def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputR
                     if links else [],
                     resource, source, raw.kind,
                 ))
+    _lower_hex_ids(out)
     report.spans += len(out)
     return out
+
+
+def _lower_hex_ids(spans: list[Span]) -> None:
+    """`_hex_fresh` for the span ids of a record (16 characters each, `otlp_typed`), in one go:
+    a call per span costs more than the check. Raises ValueError unless all are hex digits (the
+    orjson path reads base64 ids and reports bad ones)."""
+    ids = "".join([span.span_id for span in spans])
+    if len(_fromhex(ids)) << 1 != len(ids):  # fromhex skips whitespace
+        raise ValueError("span id")
+    if ids != ids.lower():
+        for span in spans:
+            span.span_id = span.span_id.lower()
 
 
 def _attributes_typed(items: list[otlp_typed.KeyValue]) -> dict[str, Any]:

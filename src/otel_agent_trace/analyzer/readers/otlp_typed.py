@@ -21,6 +21,9 @@ from msgspec import Raw, Struct
 
 _Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _IntOrText = Union[_Int64, str]  # int64 fields: JSON strings in OTLP JSON; `int()` reads both
+# a span id of 16 characters, checked for hex digits per record (`otlp_json._typed_spans`); other
+# lengths (base64, or a bad id) go to the orjson path, which reads or reports them
+_SpanId = Annotated[str, msgspec.Meta(min_length=16, max_length=16)]
 
 
 class Scalar(Struct, forbid_unknown_fields=True, gc=False):
@@ -68,7 +71,7 @@ class Span(Struct, forbid_unknown_fields=True, gc=False):
     """Unknown fields are refused: the orjson path reads snake_case ones (`start_time_unix_nano`)."""
 
     traceId: str
-    spanId: str
+    spanId: _SpanId
     name: str = ""
     kind: Annotated[int, msgspec.Meta(ge=0, le=5)] = 0
     startTimeUnixNano: _IntOrText = 0

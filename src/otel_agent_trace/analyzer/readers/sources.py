@@ -124,9 +124,24 @@ def line_base(raw: IO[bytes], start: int) -> int:
         size = raw.readinto(view[:min(left, len(buffer))])
         if not size:
             break
-        count += buffer.count(b"\n", 0, size)
+        count += _newlines(buffer, size)
         left -= size
     return count
+
+
+def _newlines(buffer: bytearray, size: int) -> int:
+    """`buffer.count(b"\n", 0, size)`, faster for long lines (agent traces: a batch of spans per
+    line, tens of KB): `find` skips to each newline with memchr, `count` tests every byte (~3
+    times slower); short lines are counted."""
+    find = buffer.find
+    found = 0
+    position = find(b"\n", 0, size)
+    while position >= 0:
+        found += 1
+        if found == 64:  # short lines: a call per line would cost more
+            return found + buffer.count(b"\n", position + 1, size)
+        position = find(b"\n", position + 1, size)
+    return found
 
 
 def _framed(raw: IO[bytes], progress: Callable[[int], None] | None) -> Iterator[tuple[int, bytes]]:
