@@ -30,7 +30,6 @@ from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
-    GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     STEP_INDEX,
@@ -136,7 +135,7 @@ def run_metrics(f: Finding) -> RunMetrics:
     tools: list[tuple[str, bool]] = []
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
-    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
+    names = run.tool_names
     per_name = count(names)
     states = life.states if life else {}
     origins = life.origins if life else ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
 from typing import Iterable
 
@@ -12,6 +13,7 @@ from otel_agent_trace.model import (
     GEN_AI_AGENT_NAME,
     STEP_KIND,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_NAME,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
@@ -32,6 +34,12 @@ class Run:
     chats: list[Span] = field(default_factory=list)
     tool_ids: set[str] = field(default_factory=set)
     chat_ids: set[str] = field(default_factory=set)
+
+    @cached_property
+    def tool_names(self) -> list[str]:
+        """Each of `tools`' name as loops, retries and the metrics count it (its `gen_ai.tool.name`,
+        else its span name), read once per run."""
+        return [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in self.tools]
 
     @property
     def agent(self) -> str | None:
