@@ -68,7 +68,6 @@ RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
 _DEFINITIONS_0, _DEFINITIONS_1, _DEFINITIONS_2 = TOOL_DEFINITIONS_KEYS
-_READ_KEYS = frozenset((LIFECYCLE_PHASE, ERROR_TYPE, *TOOL_DEFINITIONS_KEYS))  # what `compute`'s first pass reads
 # enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)
 _ORIGIN, _PROPAGATE, _RECOVERED, _CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,
                                                                 Phase.CRITICAL))
@@ -255,7 +254,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     has_definitions = False
     for span in run.spans.values():
         attributes = span.attributes
-        if not attributes.keys().isdisjoint(_READ_KEYS):  # (most spans carry none: one check)
+        if LIFECYCLE_PHASE in attributes or ERROR_TYPE in attributes:  # (most spans carry neither)
             recorded_phase = attributes.get(LIFECYCLE_PHASE)
             recorded_type = attributes.get(ERROR_TYPE)
             if recorded_phase or recorded_type:  # states are created only for spans that have something to say
@@ -269,9 +268,9 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 if recorded_phase == _ORIGIN:
                     life.origins.add(span.span_id)
                     st.reason = "recorded"
-            if not has_definitions and (_DEFINITIONS_0 in attributes or _DEFINITIONS_1 in attributes
-                                        or _DEFINITIONS_2 in attributes):
-                has_definitions = True
+        if not has_definitions and (_DEFINITIONS_0 in attributes or _DEFINITIONS_1 in attributes
+                                    or _DEFINITIONS_2 in attributes):
+            has_definitions = True
         if span.status_code != STATUS_ERROR and not (span.events and any(e.name == "exception" for e in span.events)):
             continue  # (`_raised`, inline)
         if span is root:

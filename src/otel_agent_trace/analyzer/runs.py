@@ -57,13 +57,7 @@ class Run:
 
 
 def is_run_span(span: Span) -> bool:
-    if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
-        return True
-    name = span.name  # its first word is `invoke_agent`
-    return name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " ")
-
-
-_RUN_PREFIX = len(OP_INVOKE_AGENT)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT or bool(name_roles(span.name) & NAMED_RUN)
 
 
 def is_step_span(span: Span) -> bool:
@@ -71,20 +65,43 @@ def is_step_span(span: Span) -> bool:
     attributes = span.attributes
     if not isinstance(attributes.get(STEP_INDEX), int):
         return False
-    return span.name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)
+    return bool(name_roles(span.name) & NAMED_STEP) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)
 
 
 def is_tool_span(span: Span) -> bool:
-    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or span.name.startswith(_TOOL_PREFIX)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or bool(name_roles(span.name) & NAMED_TOOL)
 
 
 def is_chat_span(span: Span) -> bool:
     """A model call (`chat ...`, or `gen_ai.operation.name=chat`)."""
-    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(_CHAT_PREFIX)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_CHAT or bool(name_roles(span.name) & NAMED_CHAT)
 
 
+# What a span's name says of its role, as bits: its first word is `invoke_agent` (a run), it starts
+# with `agent_step` (a step, given an index), `execute_tool ` (a tool) or `chat ` (a model call).
+NAMED_RUN, NAMED_STEP, NAMED_TOOL, NAMED_CHAT = 1, 2, 4, 8
+_RUN_PREFIX = len(OP_INVOKE_AGENT)
 _TOOL_PREFIX = OP_EXECUTE_TOOL + " "
 _CHAT_PREFIX = OP_CHAT + " "
+# name -> its roles: a trace repeats a few names (`chat gpt-4o-mini`, `execute_tool lookup_order`),
+# so the prefix tests (each a costly call) run once per name, not per span and pass
+_NAME_ROLES: dict[str, int] = {}
+_MAX_NAMES = 4096  # (names that never repeat, e.g. with an id in them, only refill it)
+
+
+def name_roles(name: str) -> int:
+    """The NAMED_* bits of a span name."""
+    roles = _NAME_ROLES.get(name)
+    if roles is None:
+        roles = (NAMED_RUN if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX
+                                                                   or name[_RUN_PREFIX] == " ") else 0) \
+            | (NAMED_STEP if name.startswith(STEP_SPAN_PREFIX) else 0) \
+            | (NAMED_TOOL if name.startswith(_TOOL_PREFIX) else 0) \
+            | (NAMED_CHAT if name.startswith(_CHAT_PREFIX) else 0)
+        if len(_NAME_ROLES) >= _MAX_NAMES:
+            _NAME_ROLES.clear()
+        _NAME_ROLES[name] = roles
+    return roles
 
 
 def group_runs(spans: Iterable[Span]) -> list[Run]:
@@ -119,12 +136,13 @@ def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list
 def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[Span]]) -> list[Run]:
     # `is_run_span` inline: one pass over a trace's spans
     roots = []
+    known = _NAME_ROLES.get
     for span in spans:
         if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
             roots.append(span)
             continue
-        name = span.name
-        if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " "):
+        roles = known(span.name)
+        if (name_roles(span.name) if roles is None else roles) & NAMED_RUN:
             roots.append(span)
     if not roots:
         return []
@@ -148,6 +166,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     alone = len(run_ids) == 1 and not run.root.parent_id
     stack = [run.root]
     pop = stack.pop
+    known = _NAME_ROLES.get
     while stack:
         node = pop()
         node_id = node.span_id
@@ -159,16 +178,18 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
             else:
                 stack += [c for c in below if c.span_id not in run_ids]
         attributes = node.attributes
-        name = node.name
+        roles = known(node.name)
+        if roles is None:
+            roles = name_roles(node.name)
         operation = attributes.get(GEN_AI_OPERATION_NAME)
         index = attributes.get(STEP_INDEX)
         if index is not None and isinstance(index, int) and (
-                name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
+                roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
-        if operation == OP_EXECUTE_TOOL or name.startswith(_TOOL_PREFIX):
+        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
             tools.append(node)
             tool_ids.add(node_id)
-        if operation == OP_CHAT or name.startswith(_CHAT_PREFIX):
+        if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
     if len(steps) > 1:
