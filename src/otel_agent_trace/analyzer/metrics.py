@@ -117,7 +117,8 @@ class RunMetrics:
     """What one run contributes to the fleet metrics: all `compute` needs once the run is dropped."""
 
     steps: int
-    tools: list[tuple[str, bool]]  # (tool name, counted as a tool error) per execution
+    tool_calls: dict[str, int]  # tool name -> executions
+    tool_errors: dict[str, int]  # tool name -> executions counted as tool errors (only names with one)
     wrong: int
     failed: bool
     loopish: bool
@@ -132,7 +133,7 @@ class RunMetrics:
 def run_metrics(f: Finding) -> RunMetrics:
     """Reduce one finding to its metrics inputs (the streaming CLI keeps only this per run)."""
     run, life = f.run, f.lifecycle
-    tools: list[tuple[str, bool]] = []
+    errors: dict[str, int] = {}
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
     names = run.tool_names
@@ -143,7 +144,8 @@ def run_metrics(f: Finding) -> RunMetrics:
         st = states.get(tool.span_id)
         etype = st.error_type if st is not None else None
         origin = tool.span_id in origins
-        tools.append((name, origin and etype not in WRONG_TOOL_TYPES))
+        if origin and etype not in WRONG_TOOL_TYPES:
+            errors[name] = errors.get(name, 0) + 1
         # a tool called once cannot repeat a call: its arguments need no canonical form
         key = (life.call_key(tool, name) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
@@ -157,7 +159,7 @@ def run_metrics(f: Finding) -> RunMetrics:
                                             if sid in run.spans)) or \
             any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
     tin, tout, per_model = tokens(run)
-    return RunMetrics(len(run.steps), tools, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
+    return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model)
 
 
@@ -180,11 +182,11 @@ def combine(per_run: Iterable[RunMetrics], prices: dict[str, Any] | None = None)
     by_type: Counter[str] = Counter()
     by_class: Counter[str] = Counter()
     for m in per_run:
-        for name, error in m.tools:
-            tool_calls[name] += 1
-            total_calls += 1
-            if error:
-                tool_errors[name] += 1
+        for name, calls in m.tool_calls.items():
+            tool_calls[name] += calls
+            total_calls += calls
+        for name, errors in m.tool_errors.items():
+            tool_errors[name] += errors
         wrong += m.wrong
         if m.failed:
             loop_aborts += m.loopish
