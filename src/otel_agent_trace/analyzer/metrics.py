@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -70,7 +70,7 @@ def complete_chain(run: Run) -> bool:
 
 def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     total_in = total_out = 0
-    per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    per_model: dict[str, list[int]] = {}
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
         get = span.attributes.get
         tin = get(GEN_AI_USAGE_INPUT_TOKENS)
@@ -82,8 +82,12 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
         model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
-        per_model[model][0] += tin
-        per_model[model][1] += tout
+        counts = per_model.get(model)
+        if counts is None:
+            per_model[model] = [tin, tout]
+        else:
+            counts[0] += tin
+            counts[1] += tout
     return total_in, total_out, {k: (v[0], v[1]) for k, v in per_model.items()}
 
 

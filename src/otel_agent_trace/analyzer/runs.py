@@ -167,6 +167,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     stack = [run.root]
     pop = stack.pop
     known = _NAME_ROLES.get
+    step_indices: list[int] = []  # each step's index, as `steps`
     while stack:
         node = pop()
         node_id = node.span_id
@@ -186,20 +187,17 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         if index is not None and isinstance(index, int) and (
                 roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
+            step_indices.append(index)
         if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
             tools.append(node)
             tool_ids.add(node_id)
         if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
-    if len(steps) > 1:
-        steps.sort(key=_STEP_INDEX_OF)
+    if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
+        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
     if len(tools) > 1:
         tools.sort(key=_START)
 
 
 _START = attrgetter("start_ns")
-
-
-def _STEP_INDEX_OF(span: Span) -> int:
-    return span.attributes.get(STEP_INDEX)
