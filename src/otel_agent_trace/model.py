@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson  # (a dependency; the analysis parses tool arguments with it per call)
+
 # --- attribute names (our own, under agent_trace.) -------------------------------------------
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
@@ -212,8 +214,6 @@ def parse_json_or_text(text: Any) -> Any:
     """Parse JSON text if it is JSON, else return it unchanged."""
     if not isinstance(text, (str, bytes)):
         return text
-    import orjson
-
     try:
         return orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError):
@@ -268,8 +268,6 @@ def to_semconv(message: Message, finish_reason: str | None = None) -> dict[str, 
 
 def semconv_messages(value: Any) -> list[Message]:
     """Messages of a semconv messages attribute (JSON text or parsed); unreadable items skipped."""
-    import orjson
-
     parsed = parse_json_or_text(value)
     out: list[Message] = []
     if not isinstance(parsed, list):

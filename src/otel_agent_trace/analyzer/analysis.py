@@ -250,6 +250,11 @@ def checked_trace(spans: list[Span],
                      True)
     children: dict[str, list[Span]] = {}
     tops: list[Span] = []  # spans without a parent in the trace
+    # no parent cycle when every span started after its parent, or its parent has none: a loop of
+    # parents holds no span without a parent, so it needs a span that started no later than its parent
+    # (then no walk is needed to find one)
+    later = True
+    get = by_id.get
     for span in by_id.values():
         parent = span.parent_id
         if parent == span.span_id:
@@ -258,24 +263,20 @@ def checked_trace(spans: list[Span],
             tops.append(span)
         elif not parent:
             tops.append(span)
-        elif parent not in by_id:
-            note(span, f"orphan span {span.span_id}: parent {parent} not in trace {span.trace_id}", False)
-            tops.append(span)
         else:
+            above = get(parent)
+            if above is None:
+                note(span, f"orphan span {span.span_id}: parent {parent} not in trace {span.trace_id}", False)
+                tops.append(span)
+                continue
+            if later and above.start_ns >= span.start_ns and above.parent_id:
+                later = False
             below = children.get(parent)
             if below is None:
                 children[parent] = [span]
             else:
                 below.append(span)
-    # parent cycles: every span is below a top one unless some parents form a loop
-    reached = len(tops)
-    stack = tops
-    while stack:
-        below = children.get(stack.pop().span_id)
-        if below:
-            reached += len(below)
-            stack += below
-    if reached != len(by_id):
+    if not later and not _all_reached(tops, children, len(by_id)):
         _parent_cycles(by_id, note)
         children = {}
         for span in by_id.values():
@@ -283,6 +284,18 @@ def checked_trace(spans: list[Span],
                 children.setdefault(span.parent_id, []).append(span)
     _dependency_cycles(by_id, note)
     return by_id, children
+
+
+def _all_reached(tops: list[Span], children: dict[str, list[Span]], total: int) -> bool:
+    """Whether every span is below a top one (it is unless some parents form a loop)."""
+    reached = len(tops)
+    stack = list(tops)
+    while stack:
+        below = children.get(stack.pop().span_id)
+        if below:
+            reached += len(below)
+            stack += below
+    return reached == total
 
 
 def _parent_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], None]) -> None:

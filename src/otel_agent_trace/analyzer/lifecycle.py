@@ -246,64 +246,57 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
     states = life.states
     # 1. origins recorded online; on the way, what the derived checks need (each span looked at
-    # once): which spans raised (`_raised`), the failures they restate (`restated_failures`),
-    # whether any span records tool definitions, and the spans step 2 has to look at (tools,
-    # model calls, framework spans that raised): the others cannot be a derived origin
+    # once): whether any span records tool definitions, the failures raised spans restate
+    # (`restated_failures`), and the framework spans that raised (`_raised`): of the spans that are
+    # neither tools nor model calls, only those can be a derived origin
     restating: dict[str, str] = {}
-    candidates: list[Span] = []
+    raised_others: list[Span] = []
     has_definitions = False
     for span in run.spans.values():
         attributes = span.attributes
-        get = attributes.get
-        recorded_phase = get(LIFECYCLE_PHASE)
-        recorded_type = get(ERROR_TYPE)
-        if recorded_phase or recorded_type:  # states are created only for spans that have something to say
-            st = states.get(span.span_id)
-            if st is None:
-                st = states[span.span_id] = SpanState()
-            if recorded_phase:
-                st.phase = str(recorded_phase)
-            if recorded_type:
-                st.error_type = str(recorded_type)
-            if recorded_phase == _ORIGIN:
-                life.origins.add(span.span_id)
-                st.reason = "recorded"
+        if LIFECYCLE_PHASE in attributes or ERROR_TYPE in attributes:  # (most spans carry neither)
+            recorded_phase = attributes.get(LIFECYCLE_PHASE)
+            recorded_type = attributes.get(ERROR_TYPE)
+            if recorded_phase or recorded_type:  # states are created only for spans that have something to say
+                st = states.get(span.span_id)
+                if st is None:
+                    st = states[span.span_id] = SpanState()
+                if recorded_phase:
+                    st.phase = str(recorded_phase)
+                if recorded_type:
+                    st.error_type = str(recorded_type)
+                if recorded_phase == _ORIGIN:
+                    life.origins.add(span.span_id)
+                    st.reason = "recorded"
         if not has_definitions and (_DEFINITIONS_0 in attributes or _DEFINITIONS_1 in attributes
                                     or _DEFINITIONS_2 in attributes):
             has_definitions = True
+        if span.status_code != STATUS_ERROR and not (span.events and any(e.name == "exception" for e in span.events)):
+            continue  # (`_raised`, inline)
+        if span is root:
+            continue
         span_id = span.span_id
-        if span.status_code == STATUS_ERROR:
-            raised = True
-        elif span.events:
-            raised = any(e.name == "exception" for e in span.events)
-        else:
-            raised = False
         if span_id in tool_ids:
-            candidates.append(span)
-            if raised and span.parent_id and span is not root:
+            if span.parent_id:
                 restating[span.parent_id] = "tool"
         elif span_id in chat_ids:
-            candidates.append(span)
-            if raised and span.parent_id and span is not root:
+            if span.parent_id:
                 restating.setdefault(span.parent_id, "model call")
-        elif raised and span is not root:
-            candidates.append(span)
+        else:
+            raised_others.append(span)
     definitions = tool_definitions(run) if has_definitions else None
-    # 2. derived origins (each span's own: the order they are looked at in changes nothing)
-    for span in candidates:
-        derived_type: str | None = None
-        reason = ""
-        inferred = True  # False when the error is read from a recorded attribute (tool outcome)
-        if span.span_id in tool_ids:
+    # 2. derived origins of tools, model calls and framework spans that raised (each span's own:
+    # the order they are looked at in changes nothing)
+    for span in run.tools:
+        name = span.attributes.get(GEN_AI_TOOL_NAME)
+        if _arguments_malformed(span, life):
+            _derived_origin(life, span, ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON")
+        elif definitions is not None and name and str(name) not in definitions:
+            _derived_origin(life, span, ErrorType.UNKNOWN_TOOL.value,
+                            f"tool {name} is not among the tools the model was given")
+        else:
             etype, was_derived = tool_error_type(span)
-            name = span.attributes.get(GEN_AI_TOOL_NAME)
-            if _arguments_malformed(span, life):
-                derived_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
-            elif definitions is not None and name and str(name) not in definitions:
-                derived_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
-            elif etype:
-                derived_type = etype
-                inferred = was_derived
+            if etype:
                 reason = "tool outcome" if not was_derived else "tool status/result"
                 evidence = span.attributes.get(ERROR_EVIDENCE)
                 if evidence:
@@ -311,40 +304,50 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 elif _raised(span):
                     kind, reason = exception_reason(span)
                     if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
-                        derived_type = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
-        elif span.span_id in chat_ids:
-            reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
-            if span.status_code == STATUS_ERROR:
-                derived_type, reason = ErrorType.LLM_ERROR.value, "chat call failed"
-            elif isinstance(reasons, list) and "length" in reasons or reasons == "length":
-                derived_type, reason = ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length"
+                        etype = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
+                _derived_origin(life, span, etype, reason, was_derived)
+    for span in run.chats:
+        if span.span_id in tool_ids:
+            continue  # (a span that is both was looked at as a tool)
+        if span.status_code == STATUS_ERROR:
+            _derived_origin(life, span, ErrorType.LLM_ERROR.value, "chat call failed")
         else:
-            # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
-            # running the model's code): the exception type says what kind of error it was. When
-            # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
-            if span.span_id in restating:
-                st = life.state(span.span_id)
-                st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
-                if not st.phase:
-                    st.phase, st.derived = _PROPAGATE, True
-                continue
-            kind, evidence = exception_reason(span)
-            derived_type = KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value)
-            reason = f"exception on a framework span: {evidence}"
-        if derived_type and span.span_id not in life.origins:
-            life.origins.add(span.span_id)
+            reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
+            if isinstance(reasons, list) and "length" in reasons or reasons == "length":
+                _derived_origin(life, span, ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length")
+    for span in raised_others:
+        # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
+        # running the model's code): the exception type says what kind of error it was. When
+        # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
+        if span.span_id in restating:
             st = life.state(span.span_id)
-            if not st.error_type:
-                st.error_type = derived_type
-                st.derived = inferred
-            st.phase = st.phase if st.phase in (_ORIGIN, _CRITICAL) else _ORIGIN
-            st.reason = reason
+            st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
+            if not st.phase:
+                st.phase, st.derived = _PROPAGATE, True
+            continue
+        kind, evidence = exception_reason(span)
+        _derived_origin(life, span, KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value),
+                        f"exception on a framework span: {evidence}")
     _loops(run, life)
     _unsupported_answer(run, life, definitions)
     _dropped_context(run, life)
     _retries(run, graph, life)
     _propagate(graph, life, run)
     return life
+
+
+def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, inferred: bool = True) -> None:
+    """A derived origin, unless the span is already one (recorded wins); `inferred`: False when
+    the error is read from a recorded attribute (the tool outcome)."""
+    if span.span_id in life.origins:
+        return
+    life.origins.add(span.span_id)
+    st = life.state(span.span_id)
+    if not st.error_type:
+        st.error_type = error_type
+        st.derived = inferred
+    st.phase = st.phase if st.phase in (_ORIGIN, _CRITICAL) else _ORIGIN
+    st.reason = reason
 
 
 def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
@@ -407,9 +410,10 @@ def _loops(run: Run, life: Lifecycle) -> None:
     if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
     origins = life.origins
-    calls = [t for t in run.tools if t.span_id not in origins] if origins else run.tools
-    # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
-    names = [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in calls]
+    calls, names = run.tools, run.tool_names
+    if origins:  # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
+        kept = [i for i, t in enumerate(calls) if t.span_id not in origins]
+        calls, names = [calls[i] for i in kept], [names[i] for i in kept]
     per_name = count(names)
     counts: dict[tuple[str, str], int] = {}
     call_key = life.call_key
@@ -504,7 +508,7 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
         if not isinstance(hashes, list):
             previous = None
             continue
-        if previous is not None:
+        if previous is not None and hashes[:len(previous)] != previous:  # (a context that grew lost nothing)
             current = set(hashes)
             lost = [h for h in previous if h not in current]
             if lost:
@@ -518,7 +522,7 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
     if not life.origins:
         return  # nothing failed: nothing to retry or recover
     has_retry_edges = any(rel == _RETRY_OF for edges in graph.edges.values() for _, rel in edges)
-    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
+    names = run.tool_names
     if not has_retry_edges:
         last_failed: dict[str, str] = {}
         for tool, name in zip(run.tools, names):

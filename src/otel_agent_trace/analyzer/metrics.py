@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -30,7 +30,6 @@ from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
-    GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     STEP_INDEX,
@@ -71,7 +70,7 @@ def complete_chain(run: Run) -> bool:
 
 def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
     total_in = total_out = 0
-    per_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    per_model: dict[str, list[int]] = {}
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
         get = span.attributes.get
         tin = get(GEN_AI_USAGE_INPUT_TOKENS)
@@ -83,8 +82,12 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
         model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
-        per_model[model][0] += tin
-        per_model[model][1] += tout
+        counts = per_model.get(model)
+        if counts is None:
+            per_model[model] = [tin, tout]
+        else:
+            counts[0] += tin
+            counts[1] += tout
     return total_in, total_out, {k: (v[0], v[1]) for k, v in per_model.items()}
 
 
@@ -118,7 +121,8 @@ class RunMetrics:
     """What one run contributes to the fleet metrics: all `compute` needs once the run is dropped."""
 
     steps: int
-    tools: list[tuple[str, bool]]  # (tool name, counted as a tool error) per execution
+    tool_calls: dict[str, int]  # tool name -> executions
+    tool_errors: dict[str, int]  # tool name -> executions counted as tool errors (only names with one)
     wrong: int
     failed: bool
     loopish: bool
@@ -133,10 +137,10 @@ class RunMetrics:
 def run_metrics(f: Finding) -> RunMetrics:
     """Reduce one finding to its metrics inputs (the streaming CLI keeps only this per run)."""
     run, life = f.run, f.lifecycle
-    tools: list[tuple[str, bool]] = []
+    errors: dict[str, int] = {}
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
-    names = [str(tool.attributes.get(GEN_AI_TOOL_NAME) or tool.name) for tool in run.tools]
+    names = run.tool_names
     per_name = count(names)
     states = life.states if life else {}
     origins = life.origins if life else ()
@@ -144,7 +148,8 @@ def run_metrics(f: Finding) -> RunMetrics:
         st = states.get(tool.span_id)
         etype = st.error_type if st is not None else None
         origin = tool.span_id in origins
-        tools.append((name, origin and etype not in WRONG_TOOL_TYPES))
+        if origin and etype not in WRONG_TOOL_TYPES:
+            errors[name] = errors.get(name, 0) + 1
         # a tool called once cannot repeat a call: its arguments need no canonical form
         key = (life.call_key(tool, name) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
@@ -158,7 +163,7 @@ def run_metrics(f: Finding) -> RunMetrics:
                                             if sid in run.spans)) or \
             any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
     tin, tout, per_model = tokens(run)
-    return RunMetrics(len(run.steps), tools, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
+    return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model)
 
 
@@ -181,11 +186,11 @@ def combine(per_run: Iterable[RunMetrics], prices: dict[str, Any] | None = None)
     by_type: Counter[str] = Counter()
     by_class: Counter[str] = Counter()
     for m in per_run:
-        for name, error in m.tools:
-            tool_calls[name] += 1
-            total_calls += 1
-            if error:
-                tool_errors[name] += 1
+        for name, calls in m.tool_calls.items():
+            tool_calls[name] += calls
+            total_calls += calls
+        for name, errors in m.tool_errors.items():
+            tool_errors[name] += errors
         wrong += m.wrong
         if m.failed:
             loop_aborts += m.loopish

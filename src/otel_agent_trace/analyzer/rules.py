@@ -200,16 +200,19 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     out: list[Fired] = []
     rules = [r for r in rules if r.enabled]
     spans = run.spans.values()
-    # when every rule needs an error type or a phase, a span without either (no lifecycle state,
-    # status not ERROR: most spans of a healthy run) cannot match: skip it without the full check
-    # (before sorting: only the spans that may match need an order)
+    # when every rule needs an error type or a phase, a span without an error type (status not ERROR,
+    # no lifecycle error type or flag) matches only a rule that wants its phase alone: skip the
+    # others without the full check (most spans of a run; those a failure merely propagated
+    # through too) (before sorting: only the spans that may match need an order)
     if bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules):
         states = life.states
         if not states:
             spans = [s for s in spans if s.status_code == STATUS_ERROR]
         else:
+            phases = {str(r.match["phase"]).lower() for r in rules if not r.match.get("error_type")}
             spans = [s for s in spans if s.status_code == STATUS_ERROR
-                     or ((st := states.get(s.span_id)) is not None and (st.phase or st.error_type or st.flags))]
+                     or ((st := states.get(s.span_id)) is not None
+                         and (st.error_type or st.flags or (st.phase and st.phase.lower() in phases)))]
     for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
         known = facts(span, life)
         hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]

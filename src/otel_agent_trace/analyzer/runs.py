@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
 from typing import Iterable
 
@@ -12,6 +13,7 @@ from otel_agent_trace.model import (
     GEN_AI_AGENT_NAME,
     STEP_KIND,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_NAME,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
@@ -33,6 +35,12 @@ class Run:
     tool_ids: set[str] = field(default_factory=set)
     chat_ids: set[str] = field(default_factory=set)
 
+    @cached_property
+    def tool_names(self) -> list[str]:
+        """Each of `tools`' name as loops, retries and the metrics count it (its `gen_ai.tool.name`,
+        else its span name), read once per run."""
+        return [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in self.tools]
+
     @property
     def agent(self) -> str | None:
         return self.root.attr(GEN_AI_AGENT_NAME)
@@ -49,13 +57,7 @@ class Run:
 
 
 def is_run_span(span: Span) -> bool:
-    if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
-        return True
-    name = span.name  # its first word is `invoke_agent`
-    return name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " ")
-
-
-_RUN_PREFIX = len(OP_INVOKE_AGENT)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT or bool(name_roles(span.name) & NAMED_RUN)
 
 
 def is_step_span(span: Span) -> bool:
@@ -63,20 +65,43 @@ def is_step_span(span: Span) -> bool:
     attributes = span.attributes
     if not isinstance(attributes.get(STEP_INDEX), int):
         return False
-    return span.name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)
+    return bool(name_roles(span.name) & NAMED_STEP) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)
 
 
 def is_tool_span(span: Span) -> bool:
-    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or span.name.startswith(_TOOL_PREFIX)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_EXECUTE_TOOL or bool(name_roles(span.name) & NAMED_TOOL)
 
 
 def is_chat_span(span: Span) -> bool:
     """A model call (`chat ...`, or `gen_ai.operation.name=chat`)."""
-    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_CHAT or span.name.startswith(_CHAT_PREFIX)
+    return span.attributes.get(GEN_AI_OPERATION_NAME) == OP_CHAT or bool(name_roles(span.name) & NAMED_CHAT)
 
 
+# What a span's name says of its role, as bits: its first word is `invoke_agent` (a run), it starts
+# with `agent_step` (a step, given an index), `execute_tool ` (a tool) or `chat ` (a model call).
+NAMED_RUN, NAMED_STEP, NAMED_TOOL, NAMED_CHAT = 1, 2, 4, 8
+_RUN_PREFIX = len(OP_INVOKE_AGENT)
 _TOOL_PREFIX = OP_EXECUTE_TOOL + " "
 _CHAT_PREFIX = OP_CHAT + " "
+# name -> its roles: a trace repeats a few names (`chat gpt-4o-mini`, `execute_tool lookup_order`),
+# so the prefix tests (each a costly call) run once per name, not per span and pass
+_NAME_ROLES: dict[str, int] = {}
+_MAX_NAMES = 4096  # (names that never repeat, e.g. with an id in them, only refill it)
+
+
+def name_roles(name: str) -> int:
+    """The NAMED_* bits of a span name."""
+    roles = _NAME_ROLES.get(name)
+    if roles is None:
+        roles = (NAMED_RUN if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX
+                                                                   or name[_RUN_PREFIX] == " ") else 0) \
+            | (NAMED_STEP if name.startswith(STEP_SPAN_PREFIX) else 0) \
+            | (NAMED_TOOL if name.startswith(_TOOL_PREFIX) else 0) \
+            | (NAMED_CHAT if name.startswith(_CHAT_PREFIX) else 0)
+        if len(_NAME_ROLES) >= _MAX_NAMES:
+            _NAME_ROLES.clear()
+        _NAME_ROLES[name] = roles
+    return roles
 
 
 def group_runs(spans: Iterable[Span]) -> list[Run]:
@@ -111,12 +136,13 @@ def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list
 def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[Span]]) -> list[Run]:
     # `is_run_span` inline: one pass over a trace's spans
     roots = []
+    known = _NAME_ROLES.get
     for span in spans:
         if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
             roots.append(span)
             continue
-        name = span.name
-        if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX or name[_RUN_PREFIX] == " "):
+        roles = known(span.name)
+        if (name_roles(span.name) if roles is None else roles) & NAMED_RUN:
             roots.append(span)
     if not roots:
         return []
@@ -140,6 +166,8 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     alone = len(run_ids) == 1 and not run.root.parent_id
     stack = [run.root]
     pop = stack.pop
+    known = _NAME_ROLES.get
+    step_indices: list[int] = []  # each step's index, as `steps`
     while stack:
         node = pop()
         node_id = node.span_id
@@ -151,26 +179,25 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
             else:
                 stack += [c for c in below if c.span_id not in run_ids]
         attributes = node.attributes
-        name = node.name
+        roles = known(node.name)
+        if roles is None:
+            roles = name_roles(node.name)
         operation = attributes.get(GEN_AI_OPERATION_NAME)
         index = attributes.get(STEP_INDEX)
         if index is not None and isinstance(index, int) and (
-                name.startswith(STEP_SPAN_PREFIX) or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
+                roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
-        if operation == OP_EXECUTE_TOOL or name.startswith(_TOOL_PREFIX):
+            step_indices.append(index)
+        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
             tools.append(node)
             tool_ids.add(node_id)
-        if operation == OP_CHAT or name.startswith(_CHAT_PREFIX):
+        if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
-    if len(steps) > 1:
-        steps.sort(key=_STEP_INDEX_OF)
+    if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
+        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
     if len(tools) > 1:
         tools.sort(key=_START)
 
 
 _START = attrgetter("start_ns")
-
-
-def _STEP_INDEX_OF(span: Span) -> int:
-    return span.attributes.get(STEP_INDEX)
