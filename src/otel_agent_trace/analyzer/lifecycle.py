@@ -206,13 +206,20 @@ def restated_failures(run: Run) -> dict[str, str]:
 
 
 def arguments_malformed(span: Span) -> bool:
+    read = _arguments_read(span)
+    return read is not None and isinstance(read[1], str)
+
+
+def _arguments_read(span: Span) -> tuple[bool, Any] | None:
+    """(whether the recorded text needed no strip, its parse) of a tool's arguments that look like
+    JSON; None for none or plain text (plain-text arguments are a convention, not an error)."""
     args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
     if not isinstance(args, str):
-        return False
+        return None
     text = args.strip()
     if not text or text[0] not in "{[":
-        return False  # plain-text arguments are a convention, not an error
-    return isinstance(parse_json_or_text(text), str)
+        return None
+    return len(text) == len(args), parse_json_or_text(text)
 
 
 def tool_definitions(run: Run) -> set[str] | None:
@@ -352,14 +359,11 @@ def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, i
 
 def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
     """`arguments_malformed`, keeping the parsed arguments for `Lifecycle.call_key` (one parse)."""
-    args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
-    if not isinstance(args, str):
+    read = _arguments_read(span)
+    if read is None:
         return False
-    text = args.strip()
-    if not text or text[0] not in "{[":
-        return False  # plain-text arguments are a convention, not an error
-    parsed = parse_json_or_text(text)
-    if len(text) == len(args):  # nothing stripped: what `_call_key` would parse
+    unstripped, parsed = read
+    if unstripped:  # nothing stripped: what `_call_key` would parse
         life.parsed_arguments[span.span_id] = parsed
     return isinstance(parsed, str)
 
