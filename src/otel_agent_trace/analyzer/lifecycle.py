@@ -15,7 +15,7 @@ did not flag every error type. This module derives, for every span of a run, a `
               any span marked `origin` online, with its recorded error type; an exception on a
               framework span, typed by `normalize/evidence.exception_kind` (format / arguments
               -> `invalid_arguments`, operation limit -> `tool_timeout`, ...), unless it restates
-              the exception of a tool it ran or of a model call it made (`restated_failures`);
+              the exception of a tool it ran or of a model call it made (`compute`, step 1);
               a final answer no tool result supports
               (`fabricated_value`, `_unsupported_answer`: flag `plan_named_tool` when the
               model's own plan named a tool it then never called, else flag `suspicion`, an
@@ -189,22 +189,6 @@ def _raised(span: Span) -> bool:
     return span.status_code == STATUS_ERROR or (bool(span.events) and any(e.name == "exception" for e in span.events))
 
 
-def restated_failures(run: Run) -> dict[str, str]:
-    """Framework spans whose own exception restates the failure of a span they ran, and what
-    that span was: the parent of a tool that raised (`tool`), the parent of a model call that
-    failed (`model call`, e.g. smolagents' `AgentGenerationError` on "Step N" wrapping the
-    provider's `BadRequestError`). The failed child is the origin; one error is not two."""
-    out: dict[str, str] = {}
-    for span in run.spans.values():
-        if not span.parent_id or span is run.root or not _raised(span):
-            continue
-        if span.span_id in run.tool_ids:
-            out[span.parent_id] = "tool"
-        elif span.span_id in run.chat_ids:
-            out.setdefault(span.parent_id, "model call")
-    return out
-
-
 def arguments_malformed(span: Span) -> bool:
     read = _arguments_read(span)
     return read is not None and isinstance(read[1], str)
@@ -253,8 +237,9 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
     states = life.states
     # 1. origins recorded online; on the way, what the derived checks need (each span looked at
-    # once): whether any span records tool definitions, the failures raised spans restate
-    # (`restated_failures`), and the framework spans that raised (`_raised`): of the spans that are
+    # once): whether any span records tool definitions, the failures raised spans restate (a
+    # framework span whose tool or model call raised: the child is the origin, one error is not
+    # two), and the framework spans that raised (`_raised`): of the spans that are
     # neither tools nor model calls, only those can be a derived origin
     restating: dict[str, str] = {}
     raised_others: list[Span] = []
