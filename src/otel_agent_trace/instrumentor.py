@@ -7,7 +7,6 @@ library is imported by us: each patch is applied when (and if) the agent imports
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Collection
 
 import wrapt
@@ -39,8 +38,11 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def __init__(self) -> None:
         super().__init__()
+        if hasattr(self, "_client_targets"):
+            return  # BaseInstrumentor is a singleton: `AgentTraceInstrumentor()` is the one instance
         self._patched_paths: list[tuple[Any, str, Any]] = []
         self._active = False
+        self._client_targets: list[tuple[Any, str, Any]] = []  # (module, "Class.method", our wrapper)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         # Every client library is optional: the patches wait for the agent to import one.
@@ -53,7 +55,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         # the one configuration of this process (unknown keywords: TypeError)
         config = AgentTraceConfig.from_env(**kwargs) if kwargs else config_module.current()
         config_module.set_current(config)
-        set_handler(Handler(config, tracer_provider))
+        set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
@@ -64,14 +66,11 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._active = False
-        try:
-            module = importlib.import_module(openai_provider.MODULE) if _imported(openai_provider.MODULE) else None
-        except ImportError:
-            module = None
-        if module is not None:
-            for target in openai_provider.TARGETS:
-                owner, attr = _resolve(module, target)
+        for module, target, wrapper in self._client_targets:
+            owner, attr = _resolve(module, target)
+            while _is_ours(vars(owner).get(attr), wrapper):  # ours on top (once or twice): off
                 unwrap(owner, attr)
+        self._client_targets.clear()
         for owner, attr, original in reversed(self._patched_paths):
             setattr(owner, attr, original)
         self._patched_paths.clear()
@@ -85,6 +84,21 @@ class AgentTraceInstrumentor(BaseInstrumentor):
             return
         for target in openai_provider.TARGETS:
             safely(f"patch openai {target}", wrapt.wrap_function_wrapper, module, target, openai_provider.wrapper)
+            self._client_targets.append((module, target, openai_provider.wrapper))
+
+    def keep_outermost(self) -> None:
+        """Wrap each patched client call again where another instrumentation wrapped it after us.
+
+        Ours must be the outermost wrapper so that another instrumentation's chat span nests
+        under our step and chat spans (`coexist=nest|adopt`), instead of our run nesting under
+        it; the inner copy of ours passes the call through (`recorder/calls.py`).
+        """
+        if not self._active or config_module.current().coexist == "off":
+            return
+        for module, target, wrapper in self._client_targets:
+            owner, attr = _resolve(module, target)
+            if not _is_ours(vars(owner).get(attr), wrapper):
+                safely(f"re-patch {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
 
     def _hook_path(self, path: str, wrap: Callable[[Any], Any]) -> None:
         """Wrap `module:attr.path` when `module` is imported (now, if it already is)."""
@@ -104,7 +118,16 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         wrapt.register_post_import_hook(lambda m: safely(f"patch {path}", patch, m), module_name)
 
 
-def _imported(name: str) -> bool:
-    import sys
+def _is_ours(attribute: Any, wrapper: Any) -> bool:
+    """Is this class attribute (read from the class's `__dict__`: not bound) our wrapper?"""
+    return isinstance(attribute, wrapt.FunctionWrapper) and getattr(attribute, "_self_wrapper", None) is wrapper
 
-    return name in sys.modules
+
+def post_instrument(**kwargs: Any) -> None:
+    """Entry point `opentelemetry_post_instrument: agent_trace`: runs after every instrumentor
+    and the SDK's configuration. Keeps our client wrappers outermost, then puts the span
+    processor in front of the exporters. Never raises."""
+    from otel_agent_trace.processor.install import post_instrument as install_processor
+
+    safely("post_instrument: wrapper order", AgentTraceInstrumentor().keep_outermost)
+    install_processor(**kwargs)

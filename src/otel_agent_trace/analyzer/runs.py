@@ -10,7 +10,9 @@ from typing import Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
 from otel_agent_trace.model import (
+    ERROR_TYPE,
     GEN_AI_AGENT_NAME,
+    LIFECYCLE_PHASE,
     STEP_KIND,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_NAME,
@@ -194,10 +196,29 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
+    if len(chats) > 1 and steps:
+        _drop_duplicate_chats(run)
     if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
         steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
     if len(tools) > 1:
         tools.sort(key=_START)
 
 
+def _drop_duplicate_chats(run: Run) -> None:
+    """Another instrumentation's record of a model call we recorded is not a second call.
+
+    With the official openai-v2, OpenInference or OpenLLMetry instrumentation active beside ours,
+    each request has our chat span (under its step, carrying `agent_trace.*` keys) and theirs:
+    nested under ours (`coexist=nest`, the default) or beside our steps (`coexist=off`). Theirs
+    is dropped from the run's model calls, so tokens are counted once and no run is made of it.
+    """
+    chats = run.chats
+    ours = [c for c in chats if _OUR_CHAT_KEYS.intersection(c.attributes)]
+    if not ours or len(ours) == len(chats):
+        return  # a trace of one instrumentation (ours, or a foreign one normalized)
+    run.chats[:] = ours
+    run.chat_ids.intersection_update(c.span_id for c in ours)
+
+
+_OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})
 _START = attrgetter("start_ns")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest
-from otel_agent_trace.recorder.handler import get_handler
+from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 
 Begin = Callable[[Any, tuple, dict], "ChatRequest | None"]
@@ -67,8 +67,8 @@ async def _awaited(invocation: Invocation, awaitable: Any, end: End, where: str)
 
 
 def _start(begin: Begin, instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
-    handler = get_handler()
-    if not handler.enabled:
+    handler = installed_handler()  # a wrapper left behind by uninstrument passes through
+    if handler is None or not handler.enabled:
         return None
     request = begin(instance, args, kwargs)
     if request is None:

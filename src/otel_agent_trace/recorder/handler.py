@@ -227,11 +227,20 @@ def get_handler() -> Handler:
     return _active
 
 
-def set_handler(handler: Handler | None) -> None:
+def installed_handler() -> Handler | None:
+    """The handler the instrumentor installed, if any (patched calls record only then)."""
+    return _active if _installed else None
+
+
+_installed = False
+
+
+def set_handler(handler: Handler | None, installed: bool = False) -> None:
     """Install `handler` (None: forget it); the one it replaces ends its open implicit runs."""
-    global _active
+    global _active, _installed
     with _lock:
         previous, _active = _active, handler
+        _installed = installed and handler is not None
     if previous is not None and previous is not handler:
         previous.end_implicit_runs()
 
