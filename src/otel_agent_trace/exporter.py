@@ -12,6 +12,7 @@ import os
 
 from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
 
+from otel_agent_trace import config as config_module
 from otel_agent_trace.config import ENV_PREFIX, AgentTraceConfig
 
 FILE_ENV = ENV_PREFIX + "FILE"
@@ -19,10 +20,11 @@ DEFAULT_FILE = AgentTraceConfig.file
 
 
 class AgentTraceFileExporter(FileSpanExporter):
-    """Appends OTLP JSON Lines to `path`, else `$OTEL_AGENT_TRACE_FILE`, else `agent-traces.jsonl`."""
+    """Appends OTLP JSON Lines to `path`, else the configuration's `file` (`instrument(file=...)`,
+    `$OTEL_AGENT_TRACE_FILE`), else `agent-traces.jsonl`."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = os.fspath(path) if path is not None else (os.environ.get(FILE_ENV) or DEFAULT_FILE)
+        self.path = os.fspath(path) if path is not None else (config_module.current().file or DEFAULT_FILE)
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         super().__init__(self.path)
