@@ -181,3 +181,25 @@ def test_under_opentelemetry_instrument(tmp_path):
     spans = read_spans(out)
     a = attrs(spans[0]["attributes"])
     assert "[EMAIL:" in a["gen_ai.input.messages"] and a["gen_ai.usage.input_tokens"] == 42
+
+
+def test_sdk_internals_install_relies_on():
+    """The SDK offers no public way to put a processor in front of those already added
+    (processor/install.py says why); `install` relies on exactly these internals, and this test
+    fails when the SDK changes them."""
+    from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
+
+    provider = TracerProvider()
+    multi = provider._active_span_processor
+    assert isinstance(multi, SynchronousMultiSpanProcessor)
+    assert isinstance(multi._span_processors, tuple)
+    with multi._lock:  # a lock we can hold while swapping the tuple
+        pass
+    added = []
+    multi.add_span_processor = added.append  # the provider looks the method up on the object, per call
+    sentinel = SimpleSpanProcessor(InMemorySpanExporter())
+    provider.add_span_processor(sentinel)
+    assert added == [sentinel]
+    # tracers hold the provider's multi-processor object itself: swapping its tuple reaches them
+    other = TracerProvider()
+    assert other.get_tracer("t").span_processor is other._active_span_processor

@@ -7,12 +7,24 @@ a configurator or a distro: only one of each is loaded per process (the first fo
 named by `OTEL_PYTHON_CONFIGURATOR` / `OTEL_PYTHON_DISTRO`), and `opentelemetry-distro` already
 provides them; a post-instrument hook composes with any distro or configurator.
 
-Mechanism: the provider keeps its span-processor object (tracers already hold a reference to
-it), but that object's list becomes `(AgentTraceSpanProcessor(next=<the old list>),)`, and its
-`add_span_processor` now appends behind ours: processors added later (by the program, by another
-distro) also only ever see redacted, sampled spans. A provider set later by the program
-(`trace.set_tracer_provider(TracerProvider())` after the hook) is covered by wrapping
-`TracerProvider.add_span_processor`: its first processor installs ours first.
+Why not only the SDK's public API: `TracerProvider.add_span_processor` (the one public way to
+add a processor) appends behind the processors already there, and under `opentelemetry-instrument`
+those are the configurator's `BatchSpanProcessor(exporter)`s: they would export every span before
+ours could redact or drop it. The SDK has no public way to insert a processor in front or to wrap
+the exporters it built; the configurator's `export_span_processor` hook is reachable only by
+replacing the configurator, of which `opentelemetry-instrument` loads exactly one (the distro's).
+Where the program builds its provider itself, the public way is the one to use, and what the
+docs show: `provider.add_span_processor(AgentTraceSpanProcessor(next=BatchSpanProcessor(exporter)))`.
+
+So the one private touch, pinned by `tests/processor/test_install.py::test_sdk_internals_install_relies_on`
+(which fails when the SDK changes them): the provider keeps its span-processor object
+(`_active_span_processor`, a `SynchronousMultiSpanProcessor`; tracers already hold a reference to
+it), but that object's `_span_processors` tuple becomes `(AgentTraceSpanProcessor(next=<the old
+list>),)` under its `_lock`, and its `add_span_processor` now appends behind ours: processors added
+later (by the program, by another distro) also only ever see redacted, sampled spans. A provider
+the program sets later (`trace.set_tracer_provider(TracerProvider())` after the hook) is covered
+by wrapping `TracerProvider.add_span_processor` (public, so stable): its first processor installs
+ours first.
 """
 
 from __future__ import annotations
@@ -79,7 +91,7 @@ def post_instrument(**_: Any) -> None:
     """Entry point `opentelemetry_post_instrument: agent_trace`; never raises."""
     try:
         config = config_module.current()
-        if not config.redact and config.sample_ratio >= 1.0:
+        if not config.redact and config.sample_ratio >= 1.0 and config.coexist != "adopt":
             return  # nothing to do: keep the exporters' path untouched
         install(config=config)
         patch_future_providers()

@@ -58,9 +58,13 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 decision_seconds=cfg.sampler_decision_seconds,
             )
         self._failed: set[str] = set()
+        # coexist=adopt: the span ids of our chat spans still open, whose foreign twins are dropped
+        self._adopting: set[int] | None = set() if cfg.coexist == "adopt" else None
 
     # --- SpanProcessor ------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self._adopting is not None and _is_our_chat(span):
+            self._adopting.add(span.context.span_id)
         try:
             self.next.on_start(span, parent_context=parent_context)
         except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
@@ -75,6 +79,8 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 self._once("next._on_ending")
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._adopting is not None and self._adopted(span):
+            return
         if self.redactor is not None:
             try:
                 span = self.redactor.span(span)
@@ -92,6 +98,20 @@ class AgentTraceSpanProcessor(SpanProcessor):
             except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("sampling (span exported unsampled)")
         self._forward(span)
+
+    def _adopted(self, span: ReadableSpan) -> bool:
+        """`coexist=adopt`: another instrumentation's chat span directly under one of ours records
+        the same request; ours already holds what it says, so it is not exported."""
+        try:
+            if _is_our_chat(span):
+                self._adopting.discard(span.context.span_id)  # type: ignore[union-attr]
+                return False
+            parent = span.parent
+            return (parent is not None and parent.span_id in self._adopting  # type: ignore[operator]
+                    and (span.attributes or {}).get("gen_ai.operation.name") == "chat")
+        except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
+            self._once("coexist=adopt (span kept)")
+            return False
 
     def _forward(self, span: ReadableSpan) -> None:
         try:
@@ -124,3 +144,8 @@ class AgentTraceSpanProcessor(SpanProcessor):
         if what not in self._failed:
             self._failed.add(what)
             _log.warning("otel-agent-trace processor: %s failed", what, exc_info=True)
+
+
+def _is_our_chat(span: ReadableSpan) -> bool:
+    scope = span.instrumentation_scope
+    return scope is not None and scope.name == "otel_agent_trace" and span.name.startswith("chat")
