@@ -17,6 +17,22 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
+def content_text(content: Any) -> str | None:
+    """Text of a message content: a string, or the text parts of a list joined by newlines."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        texts = []
+        for part in content:
+            kind = get(part, "type")
+            if kind in ("text", "input_text", "output_text"):
+                texts.append(get(part, "text") or "")
+            elif kind:
+                texts.append(f"[{kind}]")
+        return "\n".join(texts)
+    return str(content)
+
+
 def plain(value: Any) -> Any:
     """A JSON-able copy of an SDK value (pydantic models, NotGiven/Omit sentinels dropped)."""
     if hasattr(value, "model_dump"):

@@ -1,9 +1,9 @@
-"""OpenAI Chat Completions: request/response → the normalized model, and the `create` wrappers.
+"""OpenAI Chat Completions (`create`, `parse`, `with_raw_response`, streams) → the normalized model.
 
-Only translation lives here: the request and response in `model` terms, and the stream
-accumulator; the recorder (`recorder/calls.py`) owns the wrapper and the spans. Messages may be dicts or the
-SDK's pydantic objects (agents often append `response.choices[0].message` as is), content a
-string or a list of parts; both normalize to the same `Message`, hence the same hash.
+Only translation lives here; the recorder (`recorder/calls.py`) owns the wrapper and the spans.
+Messages may be dicts or the SDK's pydantic objects (agents often append
+`response.choices[0].message` as is), content a string or a list of parts; both normalize to the
+same `Message`, hence the same hash.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
-from otel_agent_trace.providers._translate import get as _get, is_omitted, normalized, plain, plain_tools
+from otel_agent_trace.providers._translate import content_text, get as _get, is_omitted, normalized, plain, plain_tools
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -23,22 +23,6 @@ DECISION_PARAMS = (
     "max_tokens", "max_completion_tokens", "frequency_penalty", "presence_penalty", "n", "reasoning_effort",
     "functions", "function_call",
 )
-
-
-def content_text(content: Any) -> str | None:
-    """Text of a message content: a string, or the text parts of a list joined by newlines."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        texts = []
-        for part in content:
-            kind = _get(part, "type")
-            if kind in ("text", "input_text", "output_text"):
-                texts.append(_get(part, "text") or "")
-            elif kind:
-                texts.append(f"[{kind}]")
-        return "\n".join(texts)
-    return str(content)
 
 
 def tool_calls_of(raw: Any) -> tuple[ToolCall, ...]:
