@@ -261,6 +261,15 @@ SHADOWED_DATA = Case("shadowed_data", "Aggregate data.csv with cfg.json into agg
 ], expected={0, 2, 3, 5}, output="agg.txt", workspace={"data.csv": "k,v\na,1\nb,2\nc,3\n"},
     shape="the agent overwrote a workspace input; the script needs it, its config and itself")
 
+# not one of the 12: three steps where a noise step fails on its own once its writer is gone,
+# so "still failing?" (loose mode) accepts it as the minimal case
+LOOSE_TRAP = Case("loose_trap", "Summarize sales.txt into summary.txt", [
+    call("write_file", path="summary.py", content="open('summary.txt', 'w').write(open('sales.txt').read().upper())\n"),
+    call("run_shell", command="python summary.py"),  # the bug: upper() where the task wanted a total
+    call("read_file", path="summary.txt"),
+], expected={0, 1}, output="summary.txt", workspace={"sales.txt": "north 3\nsouth 4\n"},
+    shape="built for loose mode's false failure")
+
 CASES = [WORDCOUNT, TWO_WRITERS, TWO_INPUTS, LATE_CRASH, AVERAGE, BAD_DATA, HIDDEN_FILE, REWRITTEN, LONG_NOISE,
          WRONG_FLAG, CRASH_IMPORT, SHADOWED_DATA]
 
