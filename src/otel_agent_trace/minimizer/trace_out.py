@@ -48,7 +48,7 @@ def write_minimal_trace(path: str, run: Run, kept_span_ids: Iterable[str], signa
     marks = {MINIMIZED_FROM: run.trace_id, MINIMIZED_SIGNATURE: signature, MINIMIZED_STRATEGY: strategy}
     encoded = [_span(s, trace_id, keep, marks if s.span_id == run.root.span_id else {}) for s in spans]
     record = {"resourceSpans": [{
-        "resource": {"attributes": _attributes(run.root.resource)},
+        "resource": {"attributes": otlp_attributes(run.root.resource)},
         "scopeSpans": [{"scope": {"name": "otel_agent_trace.minimizer"}, "spans": encoded}],
     }]}
     with open(path, "wb") as handle:
@@ -68,26 +68,27 @@ def _span(span: Span, trace_id: str, keep: set[str], extra: dict[str, Any]) -> d
     out: dict[str, Any] = {
         "traceId": trace_id, "spanId": span.span_id, "name": span.name, "kind": span.kind or 1,
         "startTimeUnixNano": str(span.start_ns), "endTimeUnixNano": str(span.end_ns),
-        "attributes": _attributes(attributes),
+        "attributes": otlp_attributes(attributes),
         "status": {"code": span.status_code, **({"message": span.status_message} if span.status_message else {})},
     }
     if span.parent_id and span.parent_id in keep:
         out["parentSpanId"] = span.parent_id
     if span.events:
-        out["events"] = [{"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": _attributes(e.attributes)}
+        out["events"] = [{"name": e.name, "timeUnixNano": str(e.time_ns), "attributes": otlp_attributes(e.attributes)}
                          for e in span.events]
     links = [link for link in span.links if link.span_id in keep]
     if links:
-        out["links"] = [{"traceId": trace_id, "spanId": link.span_id, "attributes": _attributes(link.attributes)}
+        out["links"] = [{"traceId": trace_id, "spanId": link.span_id, "attributes": otlp_attributes(link.attributes)}
                         for link in links]
     return out
 
 
-def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": key, "value": _value(value)} for key, value in values.items()]
+def otlp_attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": otlp_value(value)} for key, value in values.items()]
 
 
-def _value(value: Any) -> dict[str, Any]:
+def otlp_value(value: Any) -> dict[str, Any]:
+    """An OTLP JSON AnyValue (int64 as a string; dicts as kvlists)."""
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -95,7 +96,7 @@ def _value(value: Any) -> dict[str, Any]:
     if isinstance(value, float):
         return {"doubleValue": value}
     if isinstance(value, (list, tuple)):
-        return {"arrayValue": {"values": [_value(v) for v in value]}}
+        return {"arrayValue": {"values": [otlp_value(v) for v in value]}}
     if isinstance(value, dict):
-        return {"kvlistValue": {"values": _attributes(value)}}
+        return {"kvlistValue": {"values": otlp_attributes(value)}}
     return {"stringValue": str(value)}
