@@ -10,8 +10,8 @@ and bench/bench_minimize.py.
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,10 +31,6 @@ class Case:
     output: str | None = None
     workspace: dict[str, str] = field(default_factory=dict)
     shape: str = ""
-
-    @property
-    def steps(self) -> int:
-        return len(self.turns)
 
 
 def agent_tools(root: Path) -> dict[str, Any]:
@@ -64,15 +60,9 @@ def agent_tools(root: Path) -> dict[str, Any]:
 
     @otel_agent_trace.tool
     def python(code: str) -> dict[str, Any]:
-        return run_shell.__wrapped__(f"{shlex_quote(sys.executable)} -c {shlex_quote(code)}")
+        return run_shell.__wrapped__(f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
 
     return {"write_file": write_file, "read_file": read_file, "run_shell": run_shell, "python": python}
-
-
-def shlex_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 SCHEMAS = [
@@ -83,7 +73,7 @@ SCHEMAS = [
 ]
 
 
-def record(case: Case, directory: Path, base_url: str | None = None) -> tuple[Path, Path]:
+def record(case: Case, directory: Path) -> tuple[Path, Path]:
     """Run `case`'s agent under the recorder; returns (trace file, workspace it started from)."""
     import openai
     from opentelemetry.sdk.resources import Resource
@@ -273,10 +263,3 @@ LOOSE_TRAP = Case("loose_trap", "Summarize sales.txt into summary.txt", [
 CASES = [WORDCOUNT, TWO_WRITERS, TWO_INPUTS, LATE_CRASH, AVERAGE, BAD_DATA, HIDDEN_FILE, REWRITTEN, LONG_NOISE,
          WRONG_FLAG, CRASH_IMPORT, SHADOWED_DATA]
 
-
-def cases_by_name() -> dict[str, Case]:
-    return {c.name: c for c in CASES}
-
-
-def dump_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True)

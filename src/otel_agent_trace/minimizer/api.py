@@ -146,10 +146,13 @@ def minimize(trace: str | os.PathLike[str] | Trajectory, harness: str | Harness 
 
 
 def compare(trace: str | os.PathLike[str] | Trajectory, harness: str | Harness = "sandbox", *,
-            strategies: Sequence[tuple[str, str, str]] = COMPARED, **options: Any) -> list[MinimizeResult]:
-    """The same run minimized by each of seed 004's strategies (loose, strict, strict+closure)."""
+            strategies: Sequence[tuple[str, str, str]] = COMPARED, signature: str = "exact",
+            **options: Any) -> list[MinimizeResult]:
+    """The same run minimized by each of seed 004's strategies (loose, strict, strict+closure);
+    `signature` is the mode of the strict ones."""
     trajectory = trace if isinstance(trace, Trajectory) else load(os.fspath(trace), options.pop("trace_id", None))
     options.pop("trace_id", None)
     options.pop("trace_out", None)
-    return [minimize(trajectory, harness, strategy=strategy, signature=mode, label=label, **options)
+    return [minimize(trajectory, harness, strategy=strategy, signature=signature if mode == "exact" else mode,
+                     label=label, **options)
             for label, strategy, mode in strategies]

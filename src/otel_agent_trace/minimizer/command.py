@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = minimize(args.trace_file, args.harness, trace_id=args.trace_id, strategy=args.strategy,
                           signature=args.signature, trace_out=args.trace_out, **options)
-        compared = compare(result.trajectory, args.harness, **options) if args.compare else []
+        compared = compare(result.trajectory, args.harness, signature=args.signature, **options) if args.compare else []
     except MinimizeError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -95,7 +95,7 @@ def render(result: Any, compared: list[Any] = ()) -> str:
     if not result.reproduced:
         lines.append(f"warning: the minimal case gives {result.minimal_signature}, not {search.original}")
     if compared:
-        lines += ["", f"  {'strategy':<16}{'steps':>6}{'executions':>12}  same failure  signature"]
+        lines += [f"  {'strategy':<16}{'steps':>6}{'executions':>12}  same failure  signature"]
         for other in compared:
             lines.append(f"  {other.label:<16}{len(other.search.minimal):>6}{other.executions:>12}  "
                          f"{'yes' if other.reproduced else 'NO':<12}  {other.minimal_signature}")
