@@ -110,6 +110,14 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def test_sandbox_environment_is_clean_and_its_python_is_ours(monkeypatch):
+    monkeypatch.setenv("OTEL_AGENT_TRACE_FILE", "/tmp/should-not-leak.jsonl")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere")
+    code = "import os, sys; print(sys.prefix == %r, sorted(k for k in os.environ if k.startswith(('OTEL', 'PYTHONPATH'))))"
+    outcome = Sandbox()([step(0, "run_shell", command=f'python -c "{code % sys.prefix}"')])
+    assert outcome.signature == Sandbox()([step(0, "run_shell", command="echo 'True []'")]).signature
+
+
 def test_sandbox_time_and_output_limits(tmp_path):
     slow = Sandbox(time_limit=0.5)([step(0, "run_shell", command="sleep 5")])
     assert slow.signature == Signature("TOOL_ERROR", "TimeoutError: step ran over 0.5 s")

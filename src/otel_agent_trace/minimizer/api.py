@@ -13,6 +13,7 @@ from otel_agent_trace.minimizer.harness import Harness, guarded, load_harness
 from otel_agent_trace.minimizer.signature import MODES
 from otel_agent_trace.minimizer.trajectory import MinimizeError, Step, Trajectory, load
 
+CUSTOM_HARNESS_TIMEOUT = 120.0  # seconds one execution of a module:function harness may take
 # --compare: the seed's three strategies (R0, R1, R2)
 COMPARED = (("loose", "ddmin", "any"), ("strict", "ddmin", "exact"), ("strict+closure", "ddmin+closure", "exact"))
 
@@ -95,7 +96,7 @@ class Options:
     time_limit: float = 10.0
     output_limit: int = 1 << 20
     tool_kinds: Mapping[str, str] = field(default_factory=dict)
-    harness_timeout: float | None = 120.0
+    harness_timeout: float | None = None
 
     def build(self) -> Harness:
         if callable(self.harness):
@@ -112,10 +113,12 @@ def minimize(trace: str | os.PathLike[str] | Trajectory, harness: str | Harness 
              trace_id: str | None = None, strategy: str = "ddmin+closure", signature: str = "exact",
              workspace: str | None = None, output: str | None = None, expect: str | None = None,
              max_executions: int | None = None, time_limit: float = 10.0, output_limit: int = 1 << 20,
-             tool_kinds: Mapping[str, str] | None = None, harness_timeout: float | None = 120.0,
+             tool_kinds: Mapping[str, str] | None = None, harness_timeout: float | None = None,
              trace_out: str | None = None, label: str | None = None) -> MinimizeResult:
     """Shrink a recorded failing run to the smallest set of its tool steps that, replayed by
-    `harness`, fails with the same signature. Raises MinimizeError on unusable input."""
+    `harness`, fails with the same signature. `harness_timeout` (seconds per execution): None is
+    120 s for a custom harness, and for the sandbox its per-step `time_limit` times the steps plus
+    120 s. Raises MinimizeError on unusable input."""
     if signature not in MODES:
         raise MinimizeError(f"unknown signature mode {signature!r}; one of {', '.join(MODES)}")
     if strategy not in STRATEGIES:
@@ -126,6 +129,9 @@ def minimize(trace: str | os.PathLike[str] | Trajectory, harness: str | Harness 
         raise MinimizeError(f"run {trajectory.trace_id} has no tool steps to minimize")
     runner = Options(harness, workspace, output, expect, time_limit, output_limit, dict(tool_kinds or {}),
                      harness_timeout).build()
+    if harness_timeout is None:  # the sandbox limits each step itself; its whole replay can take them all
+        sandbox = isinstance(harness, str) and harness == "sandbox"
+        harness_timeout = CUSTOM_HARNESS_TIMEOUT + (time_limit * len(trajectory.steps) if sandbox else 0)
     pure_of = getattr(runner, "pure", None)
     pure = {s.position for s in trajectory.steps if pure_of is not None and pure_of(s)}
     needs = effective_edges(trajectory.depends, pure)

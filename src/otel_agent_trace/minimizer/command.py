@@ -30,8 +30,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--tool-kind", action="append", default=[], metavar="NAME=KIND",
                         help="sandbox: replay tool NAME as write|read|list|shell|python|noop (repeatable)")
     parser.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="sandbox: seconds per step")
-    parser.add_argument("--harness-timeout", type=float, default=120.0, metavar="S",
-                        help="seconds one execution may take before it is reported as HARNESS_TIMEOUT")
+    parser.add_argument("--harness-timeout", type=float, metavar="S",
+                        help="seconds one execution may take before it is reported as HARNESS_TIMEOUT "
+                             "(default: 120; sandbox: --time-limit per step plus 120)")
     parser.add_argument("--max-executions", type=int, metavar="N", help="budget of replays (baseline included)")
     parser.add_argument("--compare", action="store_true", help="also run loose, strict and strict+closure and compare")
     parser.add_argument("--format", choices=("text", "json"), default="text")

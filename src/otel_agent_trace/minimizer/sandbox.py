@@ -27,11 +27,15 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 from typing import Any, Mapping, Sequence
+
+if os.name == "posix":
+    import resource
 
 from otel_agent_trace.minimizer.ddmin import Outcome
 from otel_agent_trace.minimizer.signature import NO_OUTPUT, Signature, error_signature, output_signature
@@ -151,8 +155,11 @@ class Sandbox:
     def _environment(self, root: str) -> dict[str, str]:
         bin_dir = os.path.join(root, "bin")
         os.mkdir(bin_dir)
-        for name in ("python", "python3"):
-            os.symlink(sys.executable, os.path.join(bin_dir, name))
+        for name in ("python", "python3"):  # a wrapper, not a symlink: a venv's python stays in its venv
+            launcher = os.path.join(bin_dir, name)
+            with open(launcher, "w", encoding="utf-8") as handle:
+                handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+            os.chmod(launcher, 0o755)
         home, tmp = os.path.join(root, "home"), os.path.join(root, "tmp")
         os.mkdir(home)
         os.mkdir(tmp)
@@ -230,9 +237,7 @@ class Sandbox:
             raise _StepFailed(error_signature(f"exit {code}", stderr or stdout))
         return stdout
 
-    def _limits(self) -> None:  # in the child, before exec
-        import resource
-
+    def _limits(self) -> None:  # in the child, between fork and exec: one C call, no import, no lock
         resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_limit, self.file_limit))
 
 
