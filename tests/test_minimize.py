@@ -24,6 +24,11 @@ def wordcount(tmp_path_factory):
     return record(WORDCOUNT, tmp_path_factory.mktemp("wordcount"))
 
 
+@pytest.fixture(scope="module")
+def loose_trap(tmp_path_factory):
+    return record(LOOSE_TRAP, tmp_path_factory.mktemp("loose_trap"))
+
+
 def cli(capsys, *argv) -> tuple[int, str, str]:
     code = main(["minimize", *map(str, argv)])
     out, err = capsys.readouterr()
@@ -53,8 +58,8 @@ def test_strict_ddmin_finds_the_same_two_steps_with_more_executions(wordcount):
     assert strict.executions > closure.executions
 
 
-def test_loose_mode_accepts_a_different_failure_on_the_case_built_for_it(tmp_path):
-    trace, workspace = record(LOOSE_TRAP, tmp_path)
+def test_loose_mode_accepts_a_different_failure_on_the_case_built_for_it(loose_trap):
+    trace, workspace = loose_trap
     loose, strict, closure = compare(trace, workspace=str(workspace), output="summary.txt")
     assert loose.label == "loose" and loose.search.mode == "any"
     # loose: the run still "fails" once the script is gone, but for another reason
@@ -191,6 +196,19 @@ def test_minimal_trace_file_is_analysable(wordcount, tmp_path, capsys):
     assert report["save_command"] == (f"otel-agent-trace save {out_file} --trace-id {run.trace_id} "
                                       f"--expect-signature '{report['signature']}'")
     assert main(["show", run.trace_id[:8], str(out_file)]) == 0
+
+
+def test_a_file_of_several_runs_needs_trace_id(wordcount, loose_trap, tmp_path, capsys):
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(Path(wordcount[0]).read_bytes() + Path(loose_trap[0]).read_bytes())
+    code, _, err = cli(capsys, both, "--harness", "sandbox")
+    assert code == 2 and "2 runs match; choose one with --trace-id" in err
+    wanted = json.loads(Path(loose_trap[0]).read_text().splitlines()[0])["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    code, out, err = cli(capsys, both, "--harness", "sandbox", "--trace-id", wanted[:10], "--workspace", loose_trap[1],
+                         "--output", "summary.txt", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["trace_id"] == wanted and [s["tool"] for s in report["minimal_steps"]] == ["write_file", "run_shell"]
 
 
 def test_budget_reports_the_best_case_so_far(wordcount, capsys):
