@@ -123,6 +123,18 @@ def test_sandbox_environment_is_clean_and_its_python_is_ours(monkeypatch):
     assert outcome.signature == Sandbox()([step(0, "run_shell", command="echo 'True []'")]).signature
 
 
+def test_tool_kinds_by_name_and_glob():
+    sandbox = Sandbox(tool_kinds={"exec_*": "shell", "scribble": "write"})
+    assert [sandbox.kind_of(step(0, name)) for name in ("exec_cmd", "scribble", "read_file", "bash", "lookup_order")] \
+        == ["shell", "write", "read", "shell", "noop"]
+    outcome = sandbox([step(0, "scribble", path="a.txt", content="hi"), step(1, "exec_cmd", command="cat a.txt")])
+    assert outcome.signature == Sandbox()([step(0, "python", code="print('hi', end='')")]).signature
+    assert sandbox.pure(step(0, "exec_cmd", command="ls -la | wc -l")) and not sandbox.pure(
+        step(0, "exec_cmd", command="ls > listing.txt"))
+    with pytest.raises(MinimizeError, match="tool kind"):
+        Sandbox(tool_kinds={"x": "teleport"})
+
+
 def test_sandbox_time_and_output_limits(tmp_path):
     slow = Sandbox(time_limit=0.5)([step(0, "run_shell", command="sleep 5")])
     assert slow.signature == Signature("TOOL_ERROR", "TimeoutError: step ran over 0.5 s")

@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
                                                          "hash is the output in the signature")
     parser.add_argument("--expect", metavar="SHA256", help="sandbox: the correct output's sha256 (a prefix): PASS")
     parser.add_argument("--tool-kind", action="append", default=[], metavar="NAME=KIND",
-                        help="sandbox: replay tool NAME as write|read|list|shell|python|noop (repeatable)")
+                        help="sandbox: replay tool NAME (or glob, exec_*) as write|read|list|shell|python|noop (repeatable)")
     parser.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="sandbox: seconds per step")
     parser.add_argument("--harness-timeout", type=float, metavar="S",
                         help="seconds one execution may take before it is reported as HARNESS_TIMEOUT "

@@ -10,8 +10,8 @@ the user can (replay only traces you would run yourself).
 
 Tools, by name (or `tool_kinds={"name": kind}`): `write` (write/save/append/create/edit + path,
 content), `read` (read/cat/open/view), `list` (list_dir, ls), `shell` (shell/bash/command/exec/
-terminal), `python` (python/run_code: code, or a script path). Other tools replay as no-ops that
-return their recorded result. Limits per step: `time_limit` seconds, `output_limit` bytes of
+terminal), `python` (python/run_code: code, or a script path); `tool_kinds` keys may be glob
+patterns (`exec_*`). Other tools replay as no-ops that return their recorded result. Limits per step: `time_limit` seconds, `output_limit` bytes of
 captured output (the rest is cut), `file_limit` bytes per file a process writes.
 
 Signature: with `output` (a path relative to the sandbox), the file's content hash
@@ -23,6 +23,7 @@ failed one). Without `output`: the last failed step's `TOOL_ERROR`, else the fin
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -83,8 +84,12 @@ class Sandbox:
 
     # --- what the closure may skip --------------------------------------------------------------
     def kind_of(self, step: Step) -> str:
+        """The tool's kind: `tool_kinds` by name or glob pattern (`exec_*`), else by what its name says."""
         if step.tool in self.tool_kinds:
             return self.tool_kinds[step.tool]
+        for name, kind in self.tool_kinds.items():
+            if fnmatch.fnmatchcase(step.tool, name):
+                return kind
         for kind, pattern in _BY_NAME:
             if pattern.search(step.tool):
                 return kind
