@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import otel_agent_trace
 from otel_agent_trace._failopen import reset_log_once
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
@@ -29,6 +30,8 @@ class Traced:
 
     @property
     def spans(self) -> list[ReadableSpan]:
+        # what the process's end would do: implicit runs still open after their answer end now
+        otel_agent_trace.end_implicit_runs()
         return list(self.exporter.get_finished_spans())
 
     def named(self, prefix: str) -> list[ReadableSpan]:

@@ -10,8 +10,8 @@ import support_agent
 
 import otel_agent_trace
 from otel_agent_trace.providers import openai as openai_provider
-from otel_agent_trace.recorder import steps as recorder_steps
-from otel_agent_trace.tools import decorator as tool_decorator
+from otel_agent_trace.recorder import chat as recorder_chat
+from otel_agent_trace.recorder import handler as recorder_handler
 
 HEALTHY, MALFORMED, RECOVERED, LOOP = support_agent.TICKETS
 
@@ -33,9 +33,9 @@ def baseline(client):
 
 
 @pytest.mark.parametrize("target,attribute", [
-    (recorder_steps.hashing, "context_hash"),  # while opening a step
+    (recorder_chat.hashing, "context_hash"),  # while opening a step
     (openai_provider, "parse_response"),  # while reading the response
-    (recorder_steps.guards, "check_tool_calls"),  # after the response, inside the run's lock
+    (recorder_chat.guards, "check_tool_calls"),  # after the response, inside the run's lock
 ])
 def test_error_in_chat_wrapper_leaves_result_unchanged(instrument, client, baseline, caplog, monkeypatch, target, attribute):
     instrument(entrypoints="support_agent:handle_ticket")
@@ -67,7 +67,7 @@ def test_error_in_stream_accumulator_leaves_stream_unchanged(instrument, client,
 
 def test_error_in_tool_wrapper_leaves_tool_result_unchanged(instrument, client, caplog, monkeypatch):
     instrument(entrypoints="support_agent:handle_ticket")
-    monkeypatch.setattr(tool_decorator, "start_tool", _boom)
+    monkeypatch.setattr(recorder_handler, "start_tool", _boom)
     lookup = otel_agent_trace.tool(support_agent.lookup_order)
     caplog.set_level(logging.WARNING, logger="otel_agent_trace")
     with otel_agent_trace.agent_run("direct"):

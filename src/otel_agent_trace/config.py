@@ -2,13 +2,20 @@
 
 Modelled on OpenInference's `TraceConfig`: a keyword given in code wins, else the environment
 variable named after it (upper-cased, prefixed), else the default. Every field here is both a
-keyword of `AgentTraceInstrumentor().instrument(...)` and an environment variable.
+keyword of `AgentTraceInstrumentor().instrument(...)` and an environment variable; a keyword
+that names no field is a `TypeError`.
+
+One object per process: `instrument()` builds it once and every stage reads that one through
+`current()`: the recorder's handler, the span processor, the `agent_trace_file` exporter. A
+stage built with no instrumentor reads the environment as it is then. Under `opentelemetry-instrument` the exporter is built before
+the instrumentor, from the same environment, so both read equal settings.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+import threading
+from dataclasses import dataclass, fields
 from typing import Any
 
 ENV_PREFIX = "OTEL_AGENT_TRACE_"
@@ -58,16 +65,20 @@ class AgentTraceConfig:
     sampler_max_spans: int = 100_000
     sampler_max_bytes: int = 64 * 1024 * 1024  # buffered span text, see docs/processor.md
     sampler_decision_seconds: float = 300.0  # decide a trace whose local root has not ended by then
-    extra: dict[str, Any] = field(default_factory=dict)
+    run_idle_seconds: float = 30.0  # an implicit run that answered ends after this long idle
+    coexist: str = "nest"  # nest | adopt | off: another instrumentation's chat span on the same call
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AgentTraceConfig":
         """Build from keywords, then `OTEL_AGENT_TRACE_<NAME>`, then defaults."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(k for k in overrides if k not in names)
+        if unknown:
+            raise TypeError(f"unknown otel-agent-trace setting(s): {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(names))})")
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "extra":
-                continue
             if f.name in overrides and overrides[f.name] is not None:
                 raw: Any = overrides.pop(f.name)
             else:
@@ -78,9 +89,26 @@ class AgentTraceConfig:
                 if raw is None or raw == "":
                     continue
             values[f.name] = _convert(f.name, f.default, raw)
-        if values.get("budget_action", "record") not in ("record", "raise"):
-            raise ValueError("budget_action must be 'record' or 'raise'")
-        return cls(**values, extra=dict(overrides))
+        for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off"))):
+            if values.get(name, getattr(cls, name)) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}")
+        return cls(**values)
+
+
+_current: AgentTraceConfig | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> AgentTraceConfig:
+    """The process's configuration: the one `instrument()` set, else the environment's now."""
+    config = _current
+    return config if config is not None else AgentTraceConfig.from_env()
+
+
+def set_current(config: AgentTraceConfig | None) -> None:
+    global _current
+    with _current_lock:
+        _current = config
 
 
 def _convert(name: str, default: Any, raw: Any) -> Any:

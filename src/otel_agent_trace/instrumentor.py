@@ -14,12 +14,16 @@ import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 
+from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.providers import openai as openai_provider
-from otel_agent_trace.recorder.core import Recorder, set_recorder
-from otel_agent_trace.recorder.runs import wrap_as_run
+from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
+from otel_agent_trace.recorder.run import wrap_as_run
 from otel_agent_trace.tools.decorator import wrap_tool
+
+# keywords other instrumentors accept, which callers pass to all of them alike
+_OTHER_PROVIDERS = ("meter_provider", "logger_provider", "event_logger_provider")
 
 
 def _resolve(owner: Any, dotted: str) -> tuple[Any, str]:
@@ -44,8 +48,13 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider = kwargs.pop("tracer_provider", None)
-        config = AgentTraceConfig.from_env(**kwargs)
-        set_recorder(Recorder(config, tracer_provider))
+        for name in _OTHER_PROVIDERS:
+            kwargs.pop(name, None)
+        # the one configuration of this process (unknown keywords: TypeError)
+        config = AgentTraceConfig.from_env(**kwargs) if kwargs else config_module.current()
+        config_module.set_current(config)
+        set_handler(Handler(config, tracer_provider))
+        EXIT_HOOKS.install()
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         for path in config.entrypoints:
@@ -60,20 +69,22 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         except ImportError:
             module = None
         if module is not None:
-            for target, _ in openai_provider.TARGETS:
+            for target in openai_provider.TARGETS:
                 owner, attr = _resolve(module, target)
                 unwrap(owner, attr)
         for owner, attr, original in reversed(self._patched_paths):
             setattr(owner, attr, original)
         self._patched_paths.clear()
-        set_recorder(None)
+        get_handler().end_implicit_runs()
+        EXIT_HOOKS.uninstall()
+        set_handler(None)
+        config_module.set_current(None)
 
     def _patch_openai(self, module: Any) -> None:
         if not self._active:
             return
-        for target, is_async in openai_provider.TARGETS:
-            wrapper = openai_provider.wrap_create_async if is_async else openai_provider.wrap_create_sync
-            safely(f"patch openai {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
+        for target in openai_provider.TARGETS:
+            safely(f"patch openai {target}", wrapt.wrap_function_wrapper, module, target, openai_provider.wrapper)
 
     def _hook_path(self, path: str, wrap: Callable[[Any], Any]) -> None:
         """Wrap `module:attr.path` when `module` is imported (now, if it already is)."""

@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
 
+from otel_agent_trace import config as config_module
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.processor.span_processor import AgentTraceSpanProcessor
 
@@ -77,7 +78,7 @@ def unpatch_future_providers() -> None:
 def post_instrument(**_: Any) -> None:
     """Entry point `opentelemetry_post_instrument: agent_trace`; never raises."""
     try:
-        config = AgentTraceConfig.from_env()
+        config = config_module.current()
         if not config.redact and config.sample_ratio >= 1.0:
             return  # nothing to do: keep the exporters' path untouched
         install(config=config)

@@ -14,6 +14,7 @@ from typing import Any
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from otel_agent_trace import config as config_module
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.processor.redaction import Redactor, scrub_span
 from otel_agent_trace.processor.rules import Rules, load_rules
@@ -37,7 +38,9 @@ class AgentTraceSpanProcessor(SpanProcessor):
             overrides["redact_rules"] = None
         elif rules is not None:
             overrides["redact_rules"] = rules
-        cfg = config or AgentTraceConfig.from_env(**overrides)
+        if config is None:  # the process's configuration, with these keywords on top
+            config = AgentTraceConfig.from_env(**overrides) if overrides else config_module.current()
+        cfg = config
         self.config = cfg
         self.next = next
         self.redactor: Redactor | None = None

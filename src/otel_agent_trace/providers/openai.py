@@ -1,25 +1,21 @@
 """OpenAI Chat Completions: request/response → the normalized model, and the `create` wrappers.
 
-Only translation and wiring live here; spans are the recorder's. Messages may be dicts or the
+Only translation lives here: the request and response in `model` terms, and the stream
+accumulator; the recorder (`recorder/calls.py`) owns the wrapper and the spans. Messages may be dicts or the
 SDK's pydantic objects (agents often append `response.choices[0].message` as is), content a
 string or a list of parts; both normalize to the same `Message`, hence the same hash.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-
-from otel_agent_trace import hashing
-from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
-from otel_agent_trace.recorder.core import get_recorder
-from otel_agent_trace.recorder.steps import ChatInvocation, start_chat
+from otel_agent_trace.providers._translate import get as _get, is_omitted, normalized, plain, plain_tools
+from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
 MODULE = "openai.resources.chat.completions.completions"
-TARGETS = (("Completions.create", False), ("AsyncCompletions.create", True))
 
 # request parameters that change what the model decides: part of the context hash
 DECISION_PARAMS = (
@@ -27,27 +23,6 @@ DECISION_PARAMS = (
     "max_tokens", "max_completion_tokens", "frequency_penalty", "presence_penalty", "n", "reasoning_effort",
     "functions", "function_call",
 )
-
-
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-able copy of an SDK value (pydantic models, NotGiven/Omit sentinels dropped)."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if not _is_omitted(v)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _is_omitted(value: Any) -> bool:
-    return type(value).__name__ in ("NotGiven", "Omit")
 
 
 def content_text(content: Any) -> str | None:
@@ -87,56 +62,16 @@ def to_message(raw: Any) -> Message:
     )
 
 
-_MESSAGE_CACHE: dict[int, tuple[Any, Any, Any, Message, str]] = {}
-
-
-def _normalized(raw: Any) -> tuple[Message, str]:
-    """(Message, full hash) of a request message, cached by identity: an agent re-sends the same
-    message objects every turn. A hit needs the same object with the same `content` and
-    `tool_calls` objects, so replacing a message's content is seen; a message edited deeper in
-    place (a tool call's arguments) keeps its former hash until it is replaced."""
-    content, calls = _get(raw, "content"), _get(raw, "tool_calls")
-    hit = _MESSAGE_CACHE.get(id(raw))
-    if hit is not None and hit[0] is raw and hit[1] is content and hit[2] is calls:
-        return hit[3], hit[4]
-    message = to_message(raw)
-    digest = hashing.message_hash(message)
-    if len(_MESSAGE_CACHE) >= 2048:  # holds the message objects: keep it small
-        _MESSAGE_CACHE.clear()
-    _MESSAGE_CACHE[id(raw)] = (raw, content, calls, message, digest)
-    return message, digest
-
-
-_TOOLS_CACHE: dict[tuple[int, ...], tuple[Any, list[Any]]] = {}
-
-
-def _plain_tools(tools: Any) -> list[Any]:
-    """Tool definitions as plain JSON, cached by identity: agents pass the same list every call.
-
-    The key holds the ids of the list and of each definition (and the cache a reference to the
-    list, so the ids stay valid); a list rebuilt or edited by replacement misses the cache.
-    """
-    key = (id(tools), *map(id, tools))
-    hit = _TOOLS_CACHE.get(key)
-    if hit is not None and hit[0] is tools:
-        return hit[1]
-    plain = _plain(list(tools))
-    if len(_TOOLS_CACHE) >= 64:
-        _TOOLS_CACHE.clear()
-    _TOOLS_CACHE[key] = (tools, plain)
-    return plain
-
-
 def parse_request(kwargs: dict[str, Any]) -> ChatRequest:
     messages = kwargs.get("messages")
-    pairs = [_normalized(m) for m in messages] if isinstance(messages, (list, tuple)) else []
+    pairs = [normalized(m, to_message) for m in messages] if isinstance(messages, (list, tuple)) else []
     tools = kwargs.get("tools")
-    params = {k: _plain(kwargs[k]) for k in DECISION_PARAMS if k in kwargs and not _is_omitted(kwargs[k])}
+    params = {k: plain(kwargs[k]) for k in DECISION_PARAMS if k in kwargs and not is_omitted(kwargs[k])}
     return ChatRequest(
         model=kwargs.get("model") if isinstance(kwargs.get("model"), str) else None,
         messages=[m for m, _ in pairs],
         message_hashes=[h for _, h in pairs],
-        tools=_plain_tools(tools) if isinstance(tools, (list, tuple)) else [],
+        tools=plain_tools(tools) if isinstance(tools, (list, tuple)) else [],
         params=params,
         stream=bool(kwargs.get("stream") is True),
     )
@@ -203,48 +138,36 @@ class StreamAccumulator:
         )
 
 
-def _begin(kwargs: dict[str, Any]) -> ChatInvocation | None:
-    recorder = get_recorder()
-    if not recorder.enabled or not is_instrumentation_enabled():
-        return None
-    invocation = start_chat(recorder, parse_request(kwargs))
-    invocation.attach()
-    return invocation
+def _request(instance: Any, args: tuple, kwargs: dict[str, Any]) -> ChatRequest:
+    return parse_request(kwargs)
 
 
-def _end(invocation: ChatInvocation, result: Any, is_async: bool) -> Any:
-    """Finish the invocation (or hand a stream to a proxy that will); return what the caller gets."""
-    if _get(result, "choices") is None and hasattr(result, "__iter__" if not is_async else "__aiter__"):
-        return wrap_stream(result, invocation, StreamAccumulator(), is_async)
-    invocation.finish(parse_response(result))
+def _response(invocation: Any, result: Any) -> Any:
+    """Stop the invocation with the parsed response (or hand a stream to a proxy that will);
+    return what the caller gets. `with_raw_response` gives a `LegacyAPIResponse`: its `parse()`
+    is cached by the SDK, so reading it here costs the caller nothing."""
+    completion = result
+    if _get(result, "choices") is None and hasattr(result, "http_response") and hasattr(result, "parse"):
+        if getattr(result, "_stream", False):  # the caller's parse() gets the stream: hand it our proxy
+            invocation.defer()
+            result.parse = _proxied_parse(result.parse, invocation)
+            return result
+        completion = result.parse()
+    if _get(completion, "choices") is None and (hasattr(completion, "__aiter__") or hasattr(completion, "__iter__")):
+        invocation.defer()
+        return wrap_stream(completion, invocation, StreamAccumulator(), hasattr(completion, "__aiter__"))
+    invocation.stop(parse_response(completion))
     return result
 
 
-def wrap_create_sync(wrapped: Any, instance: Any, args: Iterable[Any], kwargs: dict[str, Any]) -> Any:
-    invocation = safely("openai.begin", _begin, kwargs)
-    if invocation is None:
-        return wrapped(*args, **kwargs)
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        safely("openai.detach", invocation.detach)
-        safely("openai.fail", invocation.fail, exc)
-        raise
-    safely("openai.detach", invocation.detach)
-    wrapped_result = safely("openai.end", _end, invocation, result, False)
-    return result if wrapped_result is None else wrapped_result
+def _proxied_parse(parse: Any, invocation: Any) -> Any:
+    def proxied(*args: Any, **kwargs: Any) -> Any:
+        stream = parse(*args, **kwargs)
+        return wrap_stream(stream, invocation, StreamAccumulator(), hasattr(stream, "__aiter__"))
+
+    return proxied
 
 
-async def wrap_create_async(wrapped: Any, instance: Any, args: Iterable[Any], kwargs: dict[str, Any]) -> Any:
-    invocation = safely("openai.begin", _begin, kwargs)
-    if invocation is None:
-        return await wrapped(*args, **kwargs)
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        safely("openai.detach", invocation.detach)
-        safely("openai.fail", invocation.fail, exc)
-        raise
-    safely("openai.detach", invocation.detach)
-    wrapped_result = safely("openai.end", _end, invocation, result, True)
-    return result if wrapped_result is None else wrapped_result
+# (class.method, in MODULE): one wrapper body for all of them
+TARGETS = ("Completions.create", "AsyncCompletions.create", "Completions.parse", "AsyncCompletions.parse")
+wrapper = chat_wrapper(_request, _response, "openai")

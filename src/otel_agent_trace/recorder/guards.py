@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import Status, StatusCode
 
@@ -28,9 +28,12 @@ from otel_agent_trace.model import (
     Phase,
     parse_json_or_text,
 )
-from otel_agent_trace.recorder.core import Recorder
 from otel_agent_trace.recorder.flow import distinctive_values
-from otel_agent_trace.recorder.state import RunState, StepState
+from otel_agent_trace.recorder.state import StepState
+
+if TYPE_CHECKING:  # the handler hands itself and the run in
+    from otel_agent_trace.recorder.handler import Handler as Recorder
+    from otel_agent_trace.recorder.run import RunInvocation as RunState
 
 BUDGET_EXCEEDED = "agent_trace.budget.exceeded"
 FABRICATED_VALUES = "agent_trace.fabricated.values"

@@ -1,18 +1,14 @@
-"""What the recorder remembers about one agent run while it is going on.
+"""The records a run keeps of its steps and tools, and the context variables that find the run.
 
-One `RunState` per run, reachable through a context variable (so it follows the agent's code
-across `await`s and copied contexts); steps and tool records hold the span contexts that later
-links point to. No span logic lives here.
+The run itself (`run.RunInvocation`) holds these; steps and tool records keep the span contexts
+that later links point to. No span logic lives here.
 """
 
 from __future__ import annotations
 
 import contextvars
-import threading
-import time
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from opentelemetry.trace import Span, SpanContext
 
@@ -59,43 +55,9 @@ class StepState:
     phase: str | None = None
 
 
-@dataclass
-class RunState:
-    """Everything one run has recorded so far; guarded by `lock` (tools may run in threads)."""
-
-    span: Span
-    name: str | None
-    implicit: bool
-    started: float = field(default_factory=time.monotonic)
-    steps: list[StepState] = field(default_factory=list)
-    open_step: StepState | None = None
-    pending: dict[str, PendingCall] = field(default_factory=dict)
-    records_by_call_id: dict[str, ToolRecord] = field(default_factory=dict)
-    records: list[ToolRecord] = field(default_factory=list)
-    seen_messages: set[str] = field(default_factory=set)
-    message_roles: dict[str, str] = field(default_factory=dict)  # short hash -> role
-    last_request_hashes: list[str] = field(default_factory=list)
-    last_output_hash: str | None = None
-    call_counts: Counter = field(default_factory=Counter)
-    tokens: int = 0
-    # value flow (recorder/flow.py): value key -> the first tool result it appeared in
-    value_producers: dict[str, ToolRecord] = field(default_factory=dict)
-    # values the model legitimately received: tool results, user, system and developer messages
-    known_values: set[str] = field(default_factory=set)
-    resource_writers: dict[str, ToolRecord] = field(default_factory=dict)
-    validate: Callable[[str], Any] | None = None
-    budget_exceeded: str | None = None
-    ended: bool = False
-    lock: threading.RLock = field(default_factory=threading.RLock)
-
-    def step_for_call(self, call_id: str | None) -> StepState | None:
-        pending = self.pending.get(call_id) if call_id else None
-        return pending.step if pending else None
-
-
 # The run explicitly opened by agent_run / an entrypoint, if any.
-explicit_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("agent_trace_explicit_run", default=None)
+explicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_explicit_run", default=None)
 # The latest run opened implicitly by a chat request in this context.
-implicit_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("agent_trace_implicit_run", default=None)
+implicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_implicit_run", default=None)
 # The execute_tool span currently running (explicit tools), so nested tool calls don't double-record.
 active_tool: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_active_tool", default=None)

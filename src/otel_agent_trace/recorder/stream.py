@@ -14,7 +14,7 @@ import wrapt
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatResponse
-from otel_agent_trace.recorder.steps import ChatInvocation
+from otel_agent_trace.recorder.chat import ChatInvocation
 
 
 class Accumulator(Protocol):

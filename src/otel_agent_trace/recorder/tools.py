@@ -1,8 +1,8 @@
 """Tool executions: `execute_tool {name}` spans, explicit or inferred, recorded once.
 
-Explicit: a tool surface (the `@tool` decorator, a wrapped dispatcher, later LangChain/MCP...)
-calls `start_tool` before the tool runs and `finish`/`fail` after; the span is current while the
-tool runs. Inferred: with zero code change, the `role: tool` message answering call id X in
+Explicit: a tool surface (the `@tool` decorator, a wrapped dispatcher, a framework's tool
+registry) runs the tool inside `with handler.tool(name, arguments, call_id) as t:` and calls
+`t.stop(result)`; the span is current while the tool runs, an exception fails it. Inferred: with zero code change, the `role: tool` message answering call id X in
 request N+1 is the result of the call X requested by response N; the span is written then, from
 the decision's end to the request's start. A call recorded explicitly is never inferred again.
 """
@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -41,9 +40,13 @@ from otel_agent_trace.model import (
 )
 from otel_agent_trace.hashing import value_key
 from otel_agent_trace.recorder import flow
-from otel_agent_trace.recorder.core import Recorder
+from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
-from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, ToolRecord
+from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.recorder.state import PendingCall, StepState, ToolRecord, active_tool
+
+if TYPE_CHECKING:
+    from otel_agent_trace.recorder.handler import Handler
 
 
 @dataclass
@@ -60,33 +63,45 @@ class ToolStart:
     writes: set[str]
 
 
-class ToolInvocation:
-    """One explicit tool execution; `finish(result)` or `fail(exc)` ends it exactly once."""
+class ToolInvocation(Invocation):
+    """One explicit tool execution; `stop(result)` or `fail(exc)` ends it exactly once."""
 
-    def __init__(self, recorder: Recorder, run: RunState, start: ToolStart, pending: PendingCall | None):
-        self.recorder, self.run, self.start, self.pending = recorder, run, start, pending
-        self._token = otel_context.attach(trace.set_span_in_context(start.span))
-        self._done = False
+    kind = "tool"
+
+    def __init__(self, handler: "Handler", run: RunInvocation, start: ToolStart, pending: PendingCall | None):
+        super().__init__()
+        self.handler, self.run, self.start, self.pending = handler, run, start, pending
+        self.span = start.span
+        self._active_tokens: list[Any] = []
+
+    def activate(self) -> None:
+        """Current while the tool runs: HTTP spans nest under it, nested tools are not recorded."""
+        super().activate()
+        self._active_tokens.append(active_tool.set(self))
+
+    def deactivate(self) -> None:
+        if self._active_tokens:
+            active_tool.reset(self._active_tokens.pop())
+        super().deactivate()
 
     def finish(self, result: Any) -> None:
+        self.stop(result)
+
+    def _on_stop(self, result: Any = None) -> None:
         self._end(classify_result(result), result, None)
 
-    def fail(self, exc: BaseException) -> None:
+    def _on_fail(self, exc: BaseException) -> None:
         outcome = Outcome.TIMEOUT if isinstance(exc, TimeoutError) else Outcome.EXCEPTION
         self._end(outcome, None, exc)
 
     def _end(self, outcome: Outcome, result: Any, exc: BaseException | None) -> None:
-        if self._done:
-            return
-        self._done = True
-        otel_context.detach(self._token)
         result_text = result if isinstance(result, str) or result is None else _json_text(result)
-        record = _close_tool_span(self.recorder, self.run, self.start, outcome, result_text, exc, "explicit", None)
+        record = _close_tool_span(self.handler, self.run, self.start, outcome, result_text, exc, "explicit", None)
         if self.pending is not None:
             self.pending.record = record
 
 
-def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, call_id: str | None = None,
+def start_tool(handler: "Handler", run: RunInvocation, name: str, arguments: Any, call_id: str | None = None,
                reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolInvocation:
     """Open an explicit tool span, matched to the model's pending call when one fits.
 
@@ -98,8 +113,8 @@ def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, cal
         if pending is not None:
             call_id = pending.call.id
         step = pending.step if pending is not None else run.open_step
-        start = _open_tool_span(recorder, run, name, call_id, arguments_text, step, "explicit", None, reads, writes)
-        invocation = ToolInvocation(recorder, run, start, pending)
+        start = _open_tool_span(handler, run, name, call_id, arguments_text, step, "explicit", None, reads, writes)
+        invocation = ToolInvocation(handler, run, start, pending)
         if pending is not None:
             # claim the call now so a result message arriving meanwhile is not inferred twice
             pending.record = ToolRecord(name, call_id, arguments_text, Outcome.OK, start.span.get_span_context(),
@@ -107,7 +122,7 @@ def start_tool(recorder: Recorder, run: RunState, name: str, arguments: Any, cal
     return invocation
 
 
-def infer_tool_results(recorder: Recorder, run: RunState, request: ChatRequest, deps: Dependencies) -> None:
+def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequest, deps: Dependencies) -> None:
     """Record the tool results newly present in `request` and add its `consumes` edges."""
     now = time.time_ns()
     for message in request.messages:
@@ -121,9 +136,9 @@ def infer_tool_results(recorder: Recorder, run: RunState, request: ChatRequest, 
                 record = pending.record
             else:
                 step = pending.step
-                start = _open_tool_span(recorder, run, pending.call.name, call_id, pending.call.arguments, step,
+                start = _open_tool_span(handler, run, pending.call.name, call_id, pending.call.arguments, step,
                                         "inferred", step.decided_ns or now)
-                record = _close_tool_span(recorder, run, start, classify_result(message.content or ""),
+                record = _close_tool_span(handler, run, start, classify_result(message.content or ""),
                                           message.content, None, "inferred", now)
             run.records_by_call_id[call_id] = record
         if record is not None and pending is not None:
@@ -131,7 +146,7 @@ def infer_tool_results(recorder: Recorder, run: RunState, request: ChatRequest, 
             deps.add(record.span_context, Relation.CONSUMES)
 
 
-def _match_pending(run: RunState, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
+def _match_pending(run: RunInvocation, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
     if call_id and call_id in run.pending and run.pending[call_id].record is None:
         return run.pending[call_id]
     candidates = [p for p in run.pending.values() if p.record is None and p.call.name == name]
@@ -145,7 +160,7 @@ def _match_pending(run: RunState, name: str, arguments: str | None, call_id: str
     return candidates[0]
 
 
-def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str | None, arguments: str | None,
+def _open_tool_span(handler: "Handler", run: RunInvocation, name: str, call_id: str | None, arguments: str | None,
                     step: StepState | None, source: str, start_ns: int | None,
                     reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolStart:
     deps = Dependencies()
@@ -180,11 +195,11 @@ def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str |
         attributes[GEN_AI_TOOL_CALL_ID] = call_id
     if step is not None:
         attributes[STEP_INDEX] = step.index
-    if recorder.config.capture_content and arguments is not None:
-        attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = recorder.clip(arguments)
+    if handler.config.capture_content and arguments is not None:
+        attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = handler.clip(arguments)
     attributes.update(deps.attributes())
     parent = step.span if step is not None else run.span
-    span = recorder.tracer.start_span(
+    span = handler.tracer.start_span(
         f"{OP_EXECUTE_TOOL} {name}",
         context=trace.set_span_in_context(parent),
         kind=SpanKind.INTERNAL,
@@ -195,7 +210,7 @@ def _open_tool_span(recorder: Recorder, run: RunState, name: str, call_id: str |
     return ToolStart(span, name, call_id, arguments, step, retry_of, upstream_failing, written)
 
 
-def _failed_predecessor(run: RunState, name: str) -> ToolRecord | None:
+def _failed_predecessor(run: RunInvocation, name: str) -> ToolRecord | None:
     """The latest failed, not yet retried execution of the same tool: what this call retries."""
     for record in reversed(run.records):
         if record.name == name:
@@ -203,12 +218,12 @@ def _failed_predecessor(run: RunState, name: str) -> ToolRecord | None:
     return None
 
 
-def _close_tool_span(recorder: Recorder, run: RunState, start: ToolStart, outcome: Outcome, result_text: str | None,
+def _close_tool_span(handler: "Handler", run: RunInvocation, start: ToolStart, outcome: Outcome, result_text: str | None,
                      exc: BaseException | None, source: str, end_ns: int | None) -> ToolRecord:
     span = start.span
     span.set_attribute(TOOL_OUTCOME, outcome.value)
-    if recorder.config.capture_content and result_text is not None:
-        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, recorder.clip(result_text))
+    if handler.config.capture_content and result_text is not None:
+        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, handler.clip(result_text))
     if outcome is not Outcome.OK:
         span.set_attribute(ERROR_TYPE, OUTCOME_ERROR_TYPE[outcome].value)
         if exc is not None:

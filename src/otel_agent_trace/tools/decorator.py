@@ -14,10 +14,8 @@ import inspect
 from typing import Any, Callable, Iterable, TypeVar, overload
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.recorder.core import get_recorder
-from otel_agent_trace.recorder.runs import current_run
-from otel_agent_trace.recorder.state import active_tool
-from otel_agent_trace.recorder.tools import ToolInvocation, start_tool
+from otel_agent_trace.recorder.handler import get_handler
+from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__agent_trace_tool__"
@@ -34,7 +32,7 @@ def _describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwar
             call_id = first.get("id") if isinstance(first, dict) else getattr(first, "id", None)
             if fname:
                 return fname, fargs, call_id
-        run = current_run()
+        run = get_handler().current_run()
         if isinstance(first, str) and run is not None and any(p.call.name == first for p in run.pending.values()):
             rest = args[1] if len(args) > 1 else kwargs
             return first, rest, None
@@ -47,13 +45,16 @@ def _describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwar
 
 
 def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict,
-           reads: tuple[str, ...], writes: tuple[str, ...]) -> ToolInvocation | None:
-    recorder = get_recorder()
-    run = current_run()
-    if not recorder.enabled or run is None or active_tool.get() is not None:
-        return None
+           reads: tuple[str, ...], writes: tuple[str, ...]) -> Invocation:
+    handler = get_handler()
+    if handler.current_run() is None:
+        return NoInvocation()
     tool_name, arguments, call_id = _describe_call(func, name, args, kwargs)
-    return start_tool(recorder, run, tool_name, arguments, call_id, reads, writes)
+    return handler.tool(tool_name, arguments, call_id, reads, writes)
+
+
+def _invocation(*begin_args: Any) -> Invocation:
+    return safely("tool.begin", _begin, *begin_args) or NoInvocation()
 
 
 def _names(value: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -77,18 +78,9 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
 
         @functools.wraps(func)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
-            invocation = safely("tool.begin", _begin, func, name, args, kwargs, reads_, writes_)
-            if invocation is None:
-                return await func(*args, **kwargs)
-            token = active_tool.set(invocation)
-            try:
+            with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
                 result = await func(*args, **kwargs)
-            except BaseException as exc:
-                active_tool.reset(token)
-                safely("tool.fail", invocation.fail, exc)
-                raise
-            active_tool.reset(token)
-            safely("tool.finish", invocation.finish, result)
+                invocation.stop(result)
             return result
 
         setattr(async_tool, _MARK, True)
@@ -96,18 +88,9 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
 
     @functools.wraps(func)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
-        invocation = safely("tool.begin", _begin, func, name, args, kwargs, reads_, writes_)
-        if invocation is None:
-            return func(*args, **kwargs)
-        token = active_tool.set(invocation)
-        try:
+        with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
             result = func(*args, **kwargs)
-        except BaseException as exc:
-            active_tool.reset(token)
-            safely("tool.fail", invocation.fail, exc)
-            raise
-        active_tool.reset(token)
-        safely("tool.finish", invocation.finish, result)
+            invocation.stop(result)
         return result
 
     setattr(sync_tool, _MARK, True)

@@ -1,0 +1,74 @@
+"""What every provider's translation needs: reading SDK objects or dicts alike, plain JSON
+copies of request values, and identity caches for the messages and tool lists an agent re-sends
+on every call (normalizing and hashing them once, not once per step)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from otel_agent_trace import hashing
+from otel_agent_trace.model import Message
+
+
+def get(obj: Any, key: str, default: Any = None) -> Any:
+    """`obj[key]` of a dict, `obj.key` of an SDK object."""
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def plain(value: Any) -> Any:
+    """A JSON-able copy of an SDK value (pydantic models, NotGiven/Omit sentinels dropped)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items() if not is_omitted(v)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def is_omitted(value: Any) -> bool:
+    return type(value).__name__ in ("NotGiven", "Omit")
+
+
+_MESSAGE_CACHE: dict[int, tuple[Any, Any, Any, Message, str]] = {}
+
+
+def normalized(raw: Any, to_message: Callable[[Any], Message]) -> tuple[Message, str]:
+    """(Message, full hash) of a request message, cached by identity: an agent re-sends the same
+    message objects every turn. A hit needs the same object with the same `content` and
+    `tool_calls` objects, so replacing a message's content is seen; a message edited deeper in
+    place (a tool call's arguments) keeps its former hash until it is replaced."""
+    content, calls = get(raw, "content"), get(raw, "tool_calls")
+    hit = _MESSAGE_CACHE.get(id(raw))
+    if hit is not None and hit[0] is raw and hit[1] is content and hit[2] is calls:
+        return hit[3], hit[4]
+    message = to_message(raw)
+    digest = hashing.message_hash(message)
+    if len(_MESSAGE_CACHE) >= 2048:  # holds the message objects: keep it small
+        _MESSAGE_CACHE.clear()
+    _MESSAGE_CACHE[id(raw)] = (raw, content, calls, message, digest)
+    return message, digest
+
+
+_TOOLS_CACHE: dict[tuple[int, ...], tuple[Any, list[Any]]] = {}
+
+
+def plain_tools(tools: Any) -> list[Any]:
+    """Tool definitions as plain JSON, cached by identity: agents pass the same list every call.
+
+    The key holds the ids of the list and of each definition (and the cache a reference to the
+    list, so the ids stay valid); a list rebuilt or edited by replacement misses the cache.
+    """
+    key = (id(tools), *map(id, tools))
+    hit = _TOOLS_CACHE.get(key)
+    if hit is not None and hit[0] is tools:
+        return hit[1]
+    copy = plain(list(tools))
+    if len(_TOOLS_CACHE) >= 64:
+        _TOOLS_CACHE.clear()
+    _TOOLS_CACHE[key] = (tools, copy)
+    return copy
+
+

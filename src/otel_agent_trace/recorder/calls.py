@@ -1,0 +1,92 @@
+"""One wrapper body for every patched client call, sync or async, whole or streamed.
+
+A provider gives two translations: `begin(instance, args, kwargs)` → a `ChatRequest` (or None
+to leave the call alone), and `end(invocation, result)` → what the caller gets (the result, or a
+stream proxy that will stop the invocation when consumed). `chat_wrapper(begin, end)` is the
+wrapt wrapper; it opens the handler's chat invocation, keeps its span current while the client
+sends, fails it with whatever the call raised, and is fail-open throughout: a fault in our code
+leaves the call and its result exactly as they were. A call made while another of our wrappers
+is already recording (`with_raw_response` calling `create`, two wrappers stacked by another
+instrumentation's ordering) is passed through untouched.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from typing import Any, Callable
+
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.recorder.handler import get_handler
+from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+
+Begin = Callable[[Any, tuple, dict], "ChatRequest | None"]
+End = Callable[[Any, Any], Any]
+
+# set while one of our chat wrappers is inside its client call
+recording: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_trace_recording_chat", default=False)
+
+
+def chat_wrapper(begin: Begin, end: End, where: str) -> Callable[..., Any]:
+    """A wrapt wrapper recording each call as one chat invocation (see module docstring)."""
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if recording.get():
+            return wrapped(*args, **kwargs)
+        invocation = safely(f"{where}.begin", _start, begin, instance, args, kwargs)
+        if invocation is None:
+            return wrapped(*args, **kwargs)
+        token = recording.set(True)
+        safely(f"{where}.activate", invocation.activate)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _leave(invocation, token, where)
+            invocation.fail(exc)
+            raise
+        _leave(invocation, token, where)
+        if inspect.isawaitable(result):  # an async client: the call happens when it is awaited
+            return _awaited(invocation, result, end, where)
+        return _settle(invocation, result, end, where)
+
+    return wrapper
+
+
+async def _awaited(invocation: Invocation, awaitable: Any, end: End, where: str) -> Any:
+    token = recording.set(True)
+    safely(f"{where}.activate", invocation.activate)
+    try:
+        result = await awaitable
+    except BaseException as exc:  # CancelledError included: the span says how the call ended
+        _leave(invocation, token, where)
+        invocation.fail(exc)
+        raise
+    _leave(invocation, token, where)
+    return _settle(invocation, result, end, where)
+
+
+def _start(begin: Begin, instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
+    handler = get_handler()
+    if not handler.enabled:
+        return None
+    request = begin(instance, args, kwargs)
+    if request is None:
+        return None
+    invocation = handler.chat(request)
+    return None if isinstance(invocation, NoInvocation) else invocation
+
+
+def _leave(invocation: Invocation, token: contextvars.Token, where: str) -> None:
+    recording.reset(token)
+    safely(f"{where}.deactivate", invocation.deactivate)
+
+
+def _settle(invocation: Invocation, result: Any, end: End, where: str) -> Any:
+    """What the caller gets: `end`'s answer, else the result untouched (the span still ends)."""
+    out = safely(f"{where}.end", end, invocation, result)
+    if out is None:
+        if not invocation.settled:
+            invocation.stop()
+        return result
+    return out

@@ -1,0 +1,239 @@
+"""Decision steps: one `agent_step N` span per LLM call, its `chat {model}` child, and the
+tool results its request newly carries.
+
+A step opens when its LLM call starts and closes when the next step starts or the run ends. At
+the start of step N+1 the recorder reads the request: `role: tool` messages answering calls that
+step N requested become `execute_tool` spans (unless a tool surface already recorded them), and
+step N+1 links to them (`consumes`). `ChatInvocation` owns the chat span's life and ends it
+exactly once (`stop(response)` or `fail(exc)`), whether the response arrives whole or as a stream.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_agent_trace import hashing
+from otel_agent_trace.recorder import guards
+from otel_agent_trace.recorder.flow import distinctive_values
+from otel_agent_trace.model import (
+    CONTEXT_HASH,
+    CONTEXT_MESSAGE_HASHES,
+    CONTEXT_MESSAGES,
+    ERROR_TYPE,
+    ERROR_TYPE_SEMCONV,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MAX_TOKENS,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_REQUEST_TEMPERATURE,
+    GEN_AI_REQUEST_TOP_P,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_RESPONSE_ID,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_SYSTEM,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    LIFECYCLE_PHASE,
+    OP_CHAT,
+    STEP_INDEX,
+    STEP_KIND,
+    STEP_SPAN_PREFIX,
+    STEP_TOOL_CALLS,
+    ChatRequest,
+    ChatResponse,
+    ErrorType,
+    Message,
+    Outcome,
+    Phase,
+    Relation,
+    to_semconv,
+)
+from otel_agent_trace.recorder.invocation import Invocation
+from otel_agent_trace.recorder.links import Dependencies
+from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.recorder.state import PendingCall, StepState
+
+if TYPE_CHECKING:
+    from otel_agent_trace.recorder.handler import Handler
+
+NEW_MESSAGES = "agent_trace.context.new_messages"
+# messages whose values the model legitimately received (the fabrication check's ground truth)
+_RECEIVED_ROLES = ("user", "system", "developer", "tool")
+OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
+
+
+class ChatInvocation(Invocation):
+    """One LLM call inside a step: opened by `handler.chat(request)`, ended once by `stop`/`fail`."""
+
+    kind = "chat"
+
+    def __init__(self, handler: "Handler", run: RunInvocation, step: StepState, span: trace.Span,
+                 request: ChatRequest):
+        super().__init__()
+        self.handler = handler
+        self.run = run
+        self.step = step
+        self.span = span
+        self.request = request
+
+    def finish(self, response: ChatResponse) -> None:
+        """The model answered (`stop(response)`)."""
+        self.stop(response)
+
+    def _on_stop(self, response: ChatResponse | None = None) -> None:
+        _record_response(self, response if response is not None else ChatResponse())
+
+    def _on_fail(self, exc: BaseException) -> None:
+        span = self.span
+        span.set_attributes({ERROR_TYPE_SEMCONV: type(exc).__qualname__, ERROR_TYPE: ErrorType.LLM_ERROR.value,
+                             LIFECYCLE_PHASE: Phase.ORIGIN.value})
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
+        self.step.span.set_attributes({ERROR_TYPE: ErrorType.LLM_ERROR.value, LIFECYCLE_PHASE: Phase.ORIGIN.value})
+        self.step.phase = Phase.ORIGIN.value
+        self.run.last_active_ns = time.time_ns()
+
+
+def open_chat(handler: "Handler", run: RunInvocation, request: ChatRequest, hashes: list[str]) -> ChatInvocation:
+    """Record the tool results the request carries, then open its step and chat span.
+
+    Called by the handler with the run's lock held, once the run is found or opened.
+    """
+    from otel_agent_trace.recorder.tools import infer_tool_results
+
+    deps = Dependencies()
+    infer_tool_results(handler, run, request, deps)
+    run.close_open_step()
+    step = _open_step(handler, run, request, hashes, deps)
+    span = handler.tracer.start_span(
+        f"{OP_CHAT} {request.model}" if request.model else OP_CHAT,
+        context=trace.set_span_in_context(step.span),
+        kind=SpanKind.CLIENT,
+        attributes=_request_attributes(request),
+    )
+    return ChatInvocation(handler, run, step, span, request)
+
+
+def _open_step(handler: "Handler", run: RunInvocation, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
+    index = len(run.steps)
+    short = [h[: hashing.SHORT] for h in hashes]
+    attributes: dict[str, Any] = {
+        STEP_INDEX: index,
+        CONTEXT_HASH: hashing.context_hash(request.model, hashes, request.tools, request.params),
+        CONTEXT_MESSAGE_HASHES: short,
+        CONTEXT_MESSAGES: len(hashes),
+    }
+    new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
+    for h, m in new:
+        run.seen_messages.add(h)
+        run.message_roles[h] = m.role
+        if m.role in _RECEIVED_ROLES and m.content and not _scanned_as_tool_result(run, m):
+            run.known_values |= distinctive_values(m.content)
+    content = handler.content_json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
+    if content is not None:
+        attributes[NEW_MESSAGES] = content
+    attributes.update(deps.attributes())
+    if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
+        attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
+    now = time.time_ns()
+    span = handler.tracer.start_span(
+        f"{STEP_SPAN_PREFIX} {index}",
+        context=trace.set_span_in_context(run.span),
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        links=deps.links(),
+        start_time=now,
+    )
+    step = StepState(index=index, span=span, started_ns=now, phase=attributes.get(LIFECYCLE_PHASE))
+    guards.check_context_dropped(run, step, short)
+    run.steps.append(step)
+    run.open_step = step
+    run.last_request_hashes = list(hashes)
+    return step
+
+
+def _scanned_as_tool_result(run: RunInvocation, message: Message) -> bool:
+    """An inferred tool span already indexed exactly this text as its result."""
+    record = run.records_by_call_id.get(message.tool_call_id) if message.role == "tool" and message.tool_call_id else None
+    return record is not None and record.source == "inferred"
+
+
+def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
+    """Is the consumed result itself an error? (Only strong edges carry `propagate` further.)"""
+    for record in reversed(run.records):
+        if record.span_context.span_id == span_context.span_id:
+            return record.outcome is not Outcome.OK
+    return False
+
+
+def _request_attributes(request: ChatRequest) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        GEN_AI_OPERATION_NAME: OP_CHAT,
+        GEN_AI_PROVIDER_NAME: request.provider,
+        GEN_AI_SYSTEM: request.provider,
+    }
+    if request.model:
+        attributes[GEN_AI_REQUEST_MODEL] = request.model
+    params = request.params
+    for key, name in (
+        ("temperature", GEN_AI_REQUEST_TEMPERATURE),
+        ("top_p", GEN_AI_REQUEST_TOP_P),
+        ("max_tokens", GEN_AI_REQUEST_MAX_TOKENS),
+        ("max_completion_tokens", GEN_AI_REQUEST_MAX_TOKENS),
+    ):
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attributes[name] = value
+    return attributes
+
+
+def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
+    span, run, step = inv.span, inv.run, inv.step
+    output = Message(role="assistant", content=response.content, tool_calls=tuple(response.tool_calls))
+    output_hash = hashing.message_hash(output)
+    attributes: dict[str, Any] = {OUTPUT_MESSAGE_HASH: output_hash[: hashing.SHORT]}
+    if response.model:
+        attributes[GEN_AI_RESPONSE_MODEL] = response.model
+    if response.id:
+        attributes[GEN_AI_RESPONSE_ID] = response.id
+    if response.finish_reasons:
+        attributes[GEN_AI_RESPONSE_FINISH_REASONS] = response.finish_reasons
+    if response.input_tokens is not None:
+        attributes[GEN_AI_USAGE_INPUT_TOKENS] = response.input_tokens
+    if response.output_tokens is not None:
+        attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = response.output_tokens
+    finish = response.finish_reasons[0] if response.finish_reasons else None
+    content = inv.handler.content_json([to_semconv(output, finish)])
+    if content is not None:
+        attributes[GEN_AI_OUTPUT_MESSAGES] = content
+    span.set_attributes(attributes)
+    span.end()
+    now = time.time_ns()
+    with run.lock:
+        run.tokens += (response.input_tokens or 0) + (response.output_tokens or 0)
+        run.last_output_hash = output_hash
+        run.last_active_ns = now
+        run.seen_messages.add(output_hash[: hashing.SHORT])
+        step.decided_ns = now
+        step.tool_calls = list(response.tool_calls)
+        truncated = "length" in response.finish_reasons
+        kind = "truncated" if truncated else ("tool_call" if response.tool_calls else "final")
+        if response.tool_calls:
+            step.span.set_attributes({STEP_KIND: kind, STEP_TOOL_CALLS: [c.name for c in response.tool_calls]})
+        else:
+            step.span.set_attribute(STEP_KIND, kind)
+        for call in response.tool_calls:
+            run.pending[call.id] = PendingCall(call=call, step=step)
+        if truncated:
+            guards.mark_origin(step, ErrorType.TRUNCATED_OUTPUT)
+        guards.check_tool_calls(inv.handler, run, step, inv.request, response)
+        step.final = kind == "final"
+        if step.final:
+            run.answered_ns = now
+            guards.check_final_answer(inv.handler, run, step, response.content)
