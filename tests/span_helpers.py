@@ -6,6 +6,8 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_agent_trace.minimizer.trace_out import otlp_value  # noqa: F401 - the one OTLP JSON value encoder, for hand-written traces
+
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
@@ -13,17 +15,3 @@ def attrs(span: ReadableSpan) -> dict[str, Any]:
 
 def hexid(span: ReadableSpan) -> str:
     return format(span.context.span_id, "016x")
-
-
-def otlp_value(v: Any) -> dict[str, Any]:
-    """An OTLP JSON AnyValue (int64 as a string), for hand-written traces."""
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, (list, tuple)):
-        return {"arrayValue": {"values": [otlp_value(x) for x in v]}}
-    return {"stringValue": str(v)}
-

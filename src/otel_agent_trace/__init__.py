@@ -3,15 +3,16 @@
 Public surface: `AgentTraceInstrumentor` (what `opentelemetry-instrument` loads), `agent_run`
 (mark a run in code), `tool` (record a tool explicitly), `AgentTraceConfig`; for clients and
 frameworks we do not patch, `record_chat` / `record_tool` with the normalized model
-(`ChatRequest`, `ChatResponse`, `Message`, `ToolCall`) and `get_handler()`.
+(`ChatRequest`, `ChatResponse`, `Message`, `ToolCall`) and `get_handler()`; `minimize` (shrink a
+recorded failing run to its minimal failing case).
 """
 
 from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.version import __version__
 
 __all__ = ["AgentBudgetExceeded", "AgentTraceConfig", "AgentTraceInstrumentor", "ChatRequest", "ChatResponse",
-           "Message", "ToolCall", "agent_run", "end_implicit_runs", "get_handler", "record_chat", "record_tool",
-           "tool", "__version__"]
+           "Message", "ToolCall", "agent_run", "end_implicit_runs", "get_handler", "minimize", "record_chat",
+           "record_tool", "tool", "__version__"]
 
 # Loaded on first use: the instrumentor pulls in opentelemetry-instrumentation, the recorder the
 # SDK; the analyzer's CLI (which imports this package first) needs none of them.
@@ -27,6 +28,7 @@ _LAZY = {
     "ChatResponse": ("otel_agent_trace.model", "ChatResponse"),
     "Message": ("otel_agent_trace.model", "Message"),
     "ToolCall": ("otel_agent_trace.model", "ToolCall"),
+    "minimize": ("otel_agent_trace.minimizer.api", "minimize"),
 }
 
 

@@ -1,6 +1,7 @@
 """`otel-agent-trace`: the command line.
 
-`analyze FILE... [--format text|json|md|html] [--rules FILE]`, `show TRACE_ID FILE...`. Exit codes: 0 every input read; 1 some lines were bad
+`analyze FILE... [--format text|json|md|html] [--rules FILE]`, `show TRACE_ID FILE...`,
+`minimize TRACE_FILE --harness sandbox|module:function` (minimizer/command.py). Exit codes: 0 every input read; 1 some lines were bad
 (the rest was still analysed); 2 unusable arguments or an unreadable file.
 """
 
@@ -35,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     _input_options(show)
     show.add_argument("--rules", help="critical-failure rules file")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    from otel_agent_trace.minimizer.command import add_parser as add_minimize
+
+    add_minimize(sub)
     return parser
 
 
@@ -109,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _analyze(args)
     if args.command == "show":
         return _show(args)
+    if args.command == "minimize":
+        from otel_agent_trace.minimizer.command import run as run_minimize
+
+        return run_minimize(args)
     return EXIT_UNUSABLE
 
 
