@@ -136,3 +136,18 @@ def test_loop_threshold_from_code_reaches_the_guard(instrument, client):
     flagged = [attrs(s)["agent_trace.step.index"] for s in traced.named("agent_step")
                if attrs(s).get("agent_trace.error.type") == "loop_detected"]
     assert flagged == [4]  # the fifth identical request, not the third
+
+
+def test_an_answered_implicit_run_ends_after_run_idle_seconds(instrument, client):
+    """A server between requests: nothing else happens, the run still ends (at its last activity)."""
+    import time
+
+    traced = instrument(run_idle_seconds=0.4)
+    support_agent.handle_ticket(client, HEALTHY)
+    finished = traced.exporter.get_finished_spans  # as exported, not as at the process's end
+    deadline = time.monotonic() + 10
+    while not [s for s in finished() if s.name.startswith("invoke_agent")] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [run] = [s for s in finished() if s.name.startswith("invoke_agent")]
+    last_step = max(s.end_time for s in finished() if s.name.startswith("agent_step"))
+    assert run.end_time == last_step  # not stretched to when the idle run was noticed

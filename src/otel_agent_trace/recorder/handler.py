@@ -59,6 +59,7 @@ class Handler:
         self._final_schema: object = _UNLOADED
         self._open: dict[int, RunInvocation] = {}  # open implicit runs, oldest first
         self._open_lock = threading.Lock()
+        self._sweeper: threading.Thread | None = None
 
     # --- invocations ----------------------------------------------------------------------------
     def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None) -> Invocation:
@@ -120,23 +121,49 @@ class Handler:
             implicit_run.set(found)
             return found
         thread = threading.get_ident()
-        now = time.time_ns()
-        stale = []
         with self._open_lock:
-            for run in list(self._open.values()):
-                idle = (now - run.last_active_ns) / 1e9
-                if (run.answered_ns is not None and (run.thread == thread or idle >= self.config.run_idle_seconds)) \
-                        or run is own or idle >= self.config.sampler_decision_seconds:
-                    stale.append(run)
+            stale = self._over(thread, own)
             run = RunInvocation(self, None, True)
             run.thread = thread
             self._open[id(run)] = run
             while len(self._open) > _MAX_OPEN_IMPLICIT:
                 stale.append(self._open.pop(next(iter(self._open))))
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
+                self._sweeper.start()
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
         return run
+
+    def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
+        """The open implicit runs the program shows to be over (call with `_open_lock` held): those
+        that answered and whose thread starts another conversation or that sat idle
+        `run_idle_seconds`; this context's own run when it starts another; any run idle
+        `sampler_decision_seconds`."""
+        now = time.time_ns()
+        idle_answered, idle_any = self.config.run_idle_seconds, self.config.sampler_decision_seconds
+        over = []
+        for run in self._open.values():
+            idle = (now - run.last_active_ns) / 1e9
+            if run is own or idle >= idle_any or (
+                    run.answered_ns is not None and (run.thread == thread or idle >= idle_answered)):
+                over.append(run)
+        return over
+
+    def _sweep(self) -> None:
+        """A daemon thread: ends implicit runs that went idle while nothing else happened (a
+        server between requests). It stops when this handler is replaced or has no open run."""
+        period = max(0.2, min(self.config.run_idle_seconds / 2, 5.0))
+        while True:
+            time.sleep(period)
+            with self._open_lock:
+                if _active is not self or not self._open:
+                    self._sweeper = None
+                    return
+                over = self._over()
+            for run in over:
+                safely("run.idle end", self.end_run, run)
 
     def _continued_elsewhere(self, request: ChatRequest, hashes: list[str]) -> RunInvocation | None:
         """An open implicit run of another context whose conversation this request carries on:
