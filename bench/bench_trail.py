@@ -85,7 +85,7 @@ def ranked_errors(analysis: Any, recovered: bool = False, readers: str = "step",
     answer whose plan named no tool): `include` ranks them like the others, `exclude` drops them,
     `last` ranks them after every proven error of the trace."""
     from otel_agent_trace.analyzer.lifecycle import SUSPICION
-    from otel_agent_trace.model import BUG_CLASS_OF_ERROR, ErrorType
+    from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR
 
     items: dict[str, list[tuple[int, int, int, str]]] = defaultdict(list)
     for f in analysis.findings:
@@ -100,7 +100,7 @@ def ranked_errors(analysis: Any, recovered: bool = False, readers: str = "step",
                 continue
             tier = 1 if suspect and suspicions == "last" else 0
             etype = life.error_type(sid)
-            kind = BUG_CLASS_OF_ERROR.get(ErrorType(etype)) if etype in ErrorType._value2member_map_ else None
+            kind = BUG_CLASS_OF_ERROR.get(etype)
             reader = f.readers.get(sid) if kind == "tool" else None
             if readers != "reader" or reader is None:
                 items[f.run.trace_id].append((tier, span.start_ns, 0, charged(f, span)))
@@ -186,7 +186,7 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
 def by_type(analysis: Any, labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, str]:
     """matched/predicted per error type (suspicions apart), placed as in the precision set."""
     from otel_agent_trace.analyzer.lifecycle import SUSPICION
-    from otel_agent_trace.model import BUG_CLASS_OF_ERROR, ErrorType
+    from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR
 
     gold = {lab["trace_id"]: [e["span_id"] for e in lab["gold"]["errors"] if e.get("span_id")] for lab in labels}
     seen: set[tuple[str, str]] = set()
@@ -195,7 +195,7 @@ def by_type(analysis: Any, labels: list[dict[str, Any]], parents: dict[str, dict
         life, trace = f.lifecycle, f.run.trace_id
         for span in f.errors:
             etype = life.error_type(span.span_id) or "?"
-            kind = BUG_CLASS_OF_ERROR.get(ErrorType(etype)) if etype in ErrorType._value2member_map_ else None
+            kind = BUG_CLASS_OF_ERROR.get(etype)
             reader = f.readers.get(span.span_id) if kind == "tool" else None
             sid = reader.span_id if reader is not None else charged(f, span)
             if (trace, sid) in seen:

@@ -230,7 +230,7 @@ def test_final_answer_without_any_tool_result_is_unsupported(tmp_path):
     errors = _errors(finding)
     assert list(errors) == ["0000000000000013"]  # the decision that answered
     etype, reason = errors["0000000000000013"]
-    assert etype == "fabricated_value" and "rests on no tool result" in reason
+    assert etype == "unsupported_answer" and "rests on no tool result" in reason
     assert finding.failed is False  # a suspicion, not a critical failure: no rule fires on it
 
 
@@ -263,7 +263,7 @@ def test_unsupported_answer_whose_plan_named_a_tool_is_proven(tmp_path):
     (finding,) = _analyze(tmp_path, spans).findings
     life = finding.lifecycle
     (sid,) = [s.span_id for s in finding.errors]
-    assert life.error_type(sid) == "fabricated_value"
+    assert life.error_type(sid) == "unsupported_answer"
     assert life.states[sid].flags == {"plan_named_tool"}
     assert "its own plan named search_agent, which it never called" in life.states[sid].reason
 
@@ -347,8 +347,8 @@ def test_trail_gaia_figures(tmp_path):
     assert ranking["hit@1"] >= 52 and ranking["hit@1"] >= 0.4 * ranking["traces_with_high"]  # was 55/92
     assert ranking["precision"] > old["precision"]
     types = r["precision by error type (precision set)"]
-    assert types["fabricated_value"] == "26/27"  # the plan named a tool it never called
-    assert types["fabricated_value (suspicion)"] == "17/31"  # kept out of the precision set
+    assert types["unsupported_answer"] == "26/27"  # the plan named a tool it never called
+    assert types["unsupported_answer (suspicion)"] == "17/31"  # kept out of the precision set
     assert types["llm_error"] == "1/1"  # 1/2 while the step restating a failed model call was a second error
     readers = r["proven errors + their readers"]
     assert readers["hit@3"] > base["hit@3"] and readers["precision"] > base["precision"] + 0.15

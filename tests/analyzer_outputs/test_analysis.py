@@ -165,9 +165,10 @@ def test_malformed_arguments_are_a_model_decision(tmp_path, capsys):
     b.spans[0]["status"] = {"code": 2}
     _, data, _ = report(capsys, write(tmp_path / "t.jsonl", b))
     r = data["runs"][0]
-    assert r["origin"]["span_id"] == bad
+    assert r["origin"]["span_id"] == s0  # the decision that wrote them; the tool span is evidence
     assert r["origin"]["error_type"] == "invalid_arguments"
     assert r["bug_class"] == "model_decision"
+    assert bad in {e["span_id"] for e in r["errors"]}  # the tool's own failure stays listed
 
 
 def test_dropped_context_makes_a_prompt_bug(tmp_path, capsys):
@@ -204,7 +205,7 @@ def test_a_tool_missing_from_the_definitions_is_a_prompt_bug_when_the_agent_has_
         b.spans[0]["status"] = {"code": 2, "message": "RefundNotConfirmed"}
         _, data, _ = report(capsys, write(tmp_path / f"{outcome}.jsonl", b))
         r = data["runs"][0]
-        assert r["origin"]["span_id"] == called and r["origin"]["error_type"] == "unknown_tool"
+        assert r["origin"]["span_id"] == s0 and r["origin"]["error_type"] == "unknown_tool"  # the decision
         classes[outcome] = (r["bug_class"], r["evidence"])
     assert classes["ok"][0] == "prompt" and any("tool list was incomplete" in e for e in classes["ok"][1])
     assert classes["exception"][0] == "model_decision"

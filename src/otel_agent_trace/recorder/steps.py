@@ -61,6 +61,7 @@ from otel_agent_trace.recorder.runs import begin_run, current_run, end_run
 from otel_agent_trace.recorder.state import PendingCall, RunState, StepState, implicit_run
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
 # messages whose values the model legitimately received (the fabrication check's ground truth)
 _RECEIVED_ROLES = ("user", "system", "developer", "tool")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
@@ -137,7 +138,7 @@ def start_chat(recorder: Recorder, request: ChatRequest) -> ChatInvocation:
             f"{OP_CHAT} {request.model}" if request.model else OP_CHAT,
             context=trace.set_span_in_context(step.span),
             kind=SpanKind.CLIENT,
-            attributes=_request_attributes(request),
+            attributes=_request_attributes(request, recorder),
         )
     return ChatInvocation(recorder, run, step, span, request)
 
@@ -225,12 +226,16 @@ def close_open_step(run: RunState, end_ns: int | None = None) -> None:
         step.span.end(end_time=end_ns)
 
 
-def _request_attributes(request: ChatRequest) -> dict[str, Any]:
+def _request_attributes(request: ChatRequest, recorder: Recorder) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         GEN_AI_OPERATION_NAME: OP_CHAT,
         GEN_AI_PROVIDER_NAME: request.provider,
         GEN_AI_SYSTEM: request.provider,
     }
+    if request.tools:  # (content: the analyzer checks unknown tools and arguments against them offline)
+        definitions = recorder.content_json(request.tools)
+        if definitions is not None:
+            attributes[GEN_AI_TOOL_DEFINITIONS] = definitions
     if request.model:
         attributes[GEN_AI_REQUEST_MODEL] = request.model
     params = request.params

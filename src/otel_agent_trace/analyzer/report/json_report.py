@@ -73,7 +73,8 @@ def _run(f: Finding) -> dict[str, Any]:
         "chain": _hops(f.chain),
         "bug_class": f.bug_class,
         "evidence": f.evidence,
-        "recovered": [_ref(run, s) for s in f.recovered],
+        "recovered": [{**_ref(run, s), "error_type": f.lifecycle.error_type(s.span_id) if f.lifecycle else None}
+                      for s in f.recovered],
         # additions (issue 5)
         "confidence": f.confidence,
         "candidates": [
