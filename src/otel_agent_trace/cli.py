@@ -58,7 +58,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
 
     `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then).
     `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
-    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, analyze_reduced, expand
+    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+    from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 
     remotes = []
     if args.jaeger:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
+from otel_agent_trace.analyzer.analysis import Analysis, Reduced
 from otel_agent_trace.analyzer.lifecycle import SUSPICION
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
 from otel_agent_trace.analyzer.metrics import combine as combine_metrics
@@ -12,24 +12,12 @@ from otel_agent_trace.analyzer.metrics import run_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
-def summarize(f: Finding, html: bool = False) -> RunSummary:
-    """A finding reduced to what every report needs; the finding and its spans can then go."""
-    data = _run(f)
-    section = None
-    if html:
-        from otel_agent_trace.analyzer.report.html import run_section
-
-        section = run_section(data, f)
-    root = f.run.root
-    return RunSummary((root.start_ns, f.run.trace_id, root.span_id), data, run_metrics(f), section)
-
-
 def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     if isinstance(analysis, Reduced):
         runs = [r.data for r in analysis.runs]
         per_run = [r.metrics for r in analysis.runs]
     else:
-        runs = [_run(f) for f in analysis.findings]
+        runs = [run_entry(f) for f in analysis.findings]
         per_run = [run_metrics(f) for f in analysis.findings]
     steps = [r["steps"] for r in runs]
     return {
@@ -49,7 +37,8 @@ def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) 
     }
 
 
-def _run(f: Finding) -> dict[str, Any]:
+def run_entry(f: Finding) -> dict[str, Any]:
+    """A run's entry of `runs[]`."""
     run = f.run
     return {
         "trace_id": run.trace_id,
