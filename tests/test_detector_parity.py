@@ -21,17 +21,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from scenario_agent import call, run_loop, schema_for
+from scenario_agent import analyze_json, call, record_run, schema_for
 
 import otel_agent_trace
-from otel_agent_trace import cli
-from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.model import ErrorType
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
@@ -101,22 +96,9 @@ def server():
 
 
 def record(server, tmp: Path, n: int, steps, answer, window) -> Path:
-    key = f"parity run {n}: look at order A1001"
-    server.scripts = {key: [DECISIONS[s] for s in steps] + [{"content": ANSWERS[answer]}]}
-    server.stateful, server._served = window is not None, {}
-    path = tmp / f"run{n}.jsonl"
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
-    instrumentor = otel_agent_trace.AgentTraceInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
-        with otel_agent_trace.agent_run("parity"):
-            run_loop(client, key, tools(), schemas=SCHEMAS, keep_last=window)
-    finally:
-        instrumentor.uninstrument()
-        provider.shutdown()
-    return path
+    turns = [DECISIONS[s] for s in steps] + [{"content": ANSWERS[answer]}]
+    return record_run(server, tmp / f"run{n}.jsonl", f"parity run {n}: look at order A1001", turns, tools(),
+                      schemas=SCHEMAS, keep_last=window, name="parity")
 
 
 def spans_of(path: Path):
@@ -163,9 +145,7 @@ def strip(path: Path, out: Path) -> Path:
 
 
 def offline_errors(path: Path, tmp: Path) -> set[tuple[int | None, str]]:
-    report = tmp / (path.stem + ".report.json")
-    assert cli.main(["analyze", str(path), "--format", "json", "--jobs", "1", "-o", str(report)]) == 0
-    [run] = json.loads(report.read_text())["runs"]
+    [run] = analyze_json(path)["runs"]
     listed = run["errors"] + run["recovered"]
     return {(e["step_index"], e["error_type"]) for e in listed if e["error_type"] in DETECTOR_TYPES}
 

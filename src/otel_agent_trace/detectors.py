@@ -10,7 +10,8 @@ analyzer's lifecycle calls them on what a trace recorded. Neither keeps a varian
   `LOOP_THRESHOLD`; `OTEL_AGENT_TRACE_LOOP_THRESHOLD` in both places). Offline a tool span
   stands for the request that made it.
 - `fabricated_values`: values in the model's final answer never received in a user, system or
-  developer message or a tool result, and not derivable from received numbers (`derived`).
+  developer message or a tool result, nor used in the run's own tool calls (an answer restating
+  what it did), and not derivable from those numbers (`derived`).
 - `dropped_messages` / `drops_instructions`: messages of the previous step's context gone from
   this one; only a lost system or developer message is the error `context_dropped`.
 - `classify_result`: an empty result, an error payload, or ok (an exception is the caller's).

@@ -513,9 +513,9 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
 
 
 def _received(run: Run) -> tuple[set[str], dict[str, str]]:
-    """What the run's model received, as the recorder indexes it: the distinctive values of user,
-    system, developer and tool messages (the steps' new messages) and of tool results; and the
-    role of each message hash. Empty without captured content."""
+    """What the run's model saw, as the recorder indexes it: the distinctive values of user,
+    system, developer and tool messages (the steps' new messages), of tool results and of the
+    run's own tool arguments; and the role of each message hash. Empty without captured content."""
     known: set[str] = set()
     roles: dict[str, str] = {}
     for step in run.steps:
@@ -535,10 +535,11 @@ def _received(run: Run) -> tuple[set[str], dict[str, str]]:
             content = message.get("content")
             if role in detectors.RECEIVED_ROLES and isinstance(content, str) and content:
                 known |= detectors.distinctive_values(content)
-    for tool in run.tools:
-        result = tool.attributes.get(GEN_AI_TOOL_CALL_RESULT)
-        if isinstance(result, str) and result:
-            known |= detectors.distinctive_values(result)
+    for tool in run.tools:  # results, and the arguments the run itself used (`detectors.fabricated_values`)
+        for key in (GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_CALL_ARGUMENTS):
+            text = tool.attributes.get(key)
+            if isinstance(text, str) and text:
+                known |= detectors.distinctive_values(text)
     return known, roles
 
 

@@ -139,7 +139,8 @@ def check_final_answer(recorder: Recorder, run: RunState, step: StepState, conte
         step.span.add_event(ErrorType.FINAL_ANSWER_INVALID.value, {VALIDATION_ERRORS: problems})
         step.span.set_attribute(VALIDATION_ERRORS, problems)
         mark_run_critical(run, ErrorType.FINAL_ANSWER_INVALID, "final answer invalid: " + "; ".join(problems))
-    fabricated = detectors.fabricated_values(text, run.known_values)
+    used = [detectors.distinctive_values(r.arguments) for r in run.records if r.arguments]
+    fabricated = detectors.fabricated_values(text, run.known_values.union(*used) if used else run.known_values)
     if fabricated:
         step.span.set_attribute(FABRICATED_VALUES, fabricated)
         mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})

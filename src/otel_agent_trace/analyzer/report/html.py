@@ -164,7 +164,9 @@ def run_section(run: dict[str, Any], finding: Finding | None) -> str:
 
 def _run(run: dict[str, Any], finding: Finding | None) -> str:
     failed = run["status"] == "failed"
-    pill = f"<span class='pill p-{'failed' if failed else 'ok'}'>{'FAILED' if failed else 'ok'}</span>"
+    suspect = run["status"] == "suspect"
+    pill = (f"<span class='pill p-{'failed' if failed else 'ok'}'>{'FAILED' if failed else 'ok'}</span>" if not suspect
+            else "<span class='pill p-model_decision'>SUSPECT</span>")
     bug = f"<span class='pill p-{E(run['bug_class'])}'>{E(run['bug_class'])}</span>" if run.get("bug_class") else ""
     origin = ""
     if run["origin"]:

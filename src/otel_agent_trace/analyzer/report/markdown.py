@@ -30,7 +30,9 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
     s = data["summary"]
     m = s.get("metrics") or {}
     out = ["# Agent trace analysis", "",
-           f"{s['runs']} run(s), {s['failed_runs']} failed, {s['avg_steps_per_run']:.1f} steps per run on average.", ""]
+           f"{s['runs']} run(s), {s['failed_runs']} failed, "
+           + (f"{s['suspect_runs']} suspect, " if s.get("suspect_runs") else "")
+           + f"{s['avg_steps_per_run']:.1f} steps per run on average.", ""]
     bad = [(i["path"], b) for i in data["inputs"] for b in i["bad_lines"]]
     errs = [i for i in data["inputs"] if i.get("error")]
     if bad or errs:

@@ -34,7 +34,8 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
         for bad in item["bad_lines"]:
             lines.append(paint(f"! {item['path']}:{bad['line']}: {bad['reason']}", "31"))
     summary = data["summary"]
-    lines.append(f"{summary['runs']} run(s), {summary['failed_runs']} failed, "
+    suspect = f"{summary['suspect_runs']} suspect, " if summary.get("suspect_runs") else ""
+    lines.append(f"{summary['runs']} run(s), {summary['failed_runs']} failed, {suspect}"
                  f"{summary['avg_steps_per_run']:.1f} steps per run on average")
     metrics = summary.get("metrics")
     if metrics and metrics["runs"]:
@@ -51,15 +52,18 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
 def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
     """A healthy run on one line (with its recovered errors), a failed run as its table."""
     lines = [_headline(run, paint)]
-    if run["status"] != "failed":
+    if run["status"] == "ok":
         if run["recovered"]:
             lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
         return lines
     lines.insert(0, "")
     critical = run["critical"]
-    rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
-    lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
-                 + (f"  [{rules}]" if rules else ""))
+    if critical is not None:
+        rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
+        lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
+                     + (f"  [{rules}]" if rules else ""))
+    else:  # `suspect`: the run answered, on an error nothing recovered
+        lines.append("  critical : none: the run answered, but its answer depends on an unrecovered error")
     origin = run["origin"]
     if origin is None:
         lines.append("  origin   : not found in the trace")
@@ -107,7 +111,8 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
 
 
 def _headline(run: dict[str, Any], paint: _Paint) -> str:
-    status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
+    status = (paint("FAILED", "31;1") if run["status"] == "failed" else paint("SUSPECT", "33;1")
+              if run["status"] == "suspect" else paint("ok    ", "32"))
     return f"{status} {run['agent'] or 'agent'}  trace {run['trace_id']}  {run['steps']} steps"
 
 
