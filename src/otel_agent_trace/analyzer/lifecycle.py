@@ -226,15 +226,31 @@ def tool_definitions(run: Run) -> dict[str, Any] | None:
 
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
+    """A run's lifecycle, pass by pass (each pass's docstring says what it adds)."""
     life = Lifecycle()
+    has_definitions, restating, raised_others = _recorded(run, life)
+    definitions = tool_definitions(run) if has_definitions else None
+    _dropped_context(run, life)  # (first: a step's context is checked before its decision, as online)
+    _tool_origins(run, life, definitions)
+    _chat_origins(run, life)
+    _framework_origins(life, restating, raised_others)
+    _loops(run, life)
+    _fabricated(run, life)
+    _unsupported_answer(run, life, definitions)
+    _retries(run, graph, life)
+    _propagate(graph, life, run)
+    return life
+
+
+def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Span]]:
+    """Origins recorded online; on the way, what the derived passes need (each span looked at
+    once): whether any span records tool definitions, the failures raised spans restate (a
+    framework span whose tool or model call raised: the child is the origin, one error is not
+    two), and the framework spans that raised (`_raised`): of the spans that are neither tools
+    nor model calls, only those can be a derived origin."""
     root = run.root
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
     states = life.states
-    # 1. origins recorded online; on the way, what the derived checks need (each span looked at
-    # once): whether any span records tool definitions, the failures raised spans restate (a
-    # framework span whose tool or model call raised: the child is the origin, one error is not
-    # two), and the framework spans that raised (`_raised`): of the spans that are
-    # neither tools nor model calls, only those can be a derived origin
     restating: dict[str, str] = {}
     raised_others: list[Span] = []
     has_definitions = False
@@ -270,10 +286,11 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 restating.setdefault(span.parent_id, "model call")
         else:
             raised_others.append(span)
-    definitions = tool_definitions(run) if has_definitions else None
-    _dropped_context(run, life)  # (first: a step's context is checked before its decision, as online)
-    # 2. derived origins of tools, model calls and framework spans that raised (each span's own:
-    # the order they are looked at in changes nothing)
+    return has_definitions, restating, raised_others
+
+
+def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> None:
+    """Each tool span: the request behind it checked (`_model_made`), then its own failure."""
     for span in run.tools:
         _model_made(run, life, span, definitions)
         etype, was_derived = tool_error_type(span)
@@ -287,6 +304,11 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
                     etype = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
             _derived_origin(life, span, etype, reason, was_derived)
+
+
+def _chat_origins(run: Run, life: Lifecycle) -> None:
+    """Model calls that failed (`llm_error`) or were cut at the length limit (`truncated_output`)."""
+    tool_ids = run.tool_ids
     for span in run.chats:
         if span.span_id in tool_ids:
             continue  # (a span that is both was looked at as a tool)
@@ -296,10 +318,13 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
             if isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 _derived_origin(life, span, ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length")
+
+
+def _framework_origins(life: Lifecycle, restating: dict[str, str], raised_others: list[Span]) -> None:
+    """A framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
+    running the model's code), typed by its exception; when a tool (or model call) under it
+    raised, its exception restates that one's: the child is the origin, the span propagates."""
     for span in raised_others:
-        # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
-        # running the model's code): the exception type says what kind of error it was. When
-        # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
         if span.span_id in restating:
             st = life.state(span.span_id)
             st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
@@ -309,12 +334,6 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
         kind, evidence = exception_reason(span)
         _derived_origin(life, span, KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value),
                         f"exception on a framework span: {evidence}")
-    _loops(run, life)
-    _fabricated(run, life)
-    _unsupported_answer(run, life, definitions)
-    _retries(run, graph, life)
-    _propagate(graph, life, run)
-    return life
 
 
 def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, inferred: bool = True) -> None:
