@@ -63,6 +63,27 @@ def test_prices_give_cost_per_run(demo, tmp_path, capsys):
     assert m["cost_per_run"] == pytest.approx(expected, rel=1e-3)
 
 
+def test_seed_003_reliability_metrics_in_every_format(demo, tmp_path, capsys):
+    """Task success, partial completion, recoverability per error type, verifiability and cost
+    within budget: in summary.metrics.reliability, and shown by text, md and html."""
+    rules = tmp_path / "team.json"
+    rules.write_text(json.dumps({"prices": {"gpt-4o-mini": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}}))
+    _, data, _ = report(capsys, demo, "--rules", rules, "--budget-usd", "0.0001")
+    r = data["summary"]["metrics"]["reliability"]
+    statuses = [run["status"] for run in data["runs"]]
+    assert r["task_success_rate"] == round(statuses.count("ok") / len(statuses), 4) == 0.5
+    assert 0 < r["partial_completion"] < 1  # the failed runs' steps before their origin succeeded
+    assert r["recoverability"]["tool_error_result"] == {"errors": 2, "recovered": 1, "rate": 0.5}
+    assert r["recoverability"]["tool_empty_result"]["recovered"] == 0
+    assert r["verifiable_answers"] >= 1 and r["verifiability"] is not None
+    assert r["cost_within_budget"] is not None and 0 <= r["cost_within_budget"] <= 1 and r["budget_usd"] == 0.0001
+    for fmt, needle in (("text", "task success rate 50%"), ("md", "| task success rate | 50% |"),
+                        ("html", "task success rate")):
+        cli_main(["analyze", "--format", fmt, "--color", "never", str(demo)] if fmt == "text" else
+                 ["analyze", "--format", fmt, str(demo)])
+        assert needle in capsys.readouterr().out, fmt
+
+
 # --- foreign-shaped traces: no phases, no outcomes, no dependency attributes -------------------
 def test_foreign_trace_phases_and_edges_recomputed_offline(tmp_path, capsys):
     b = TraceBuilder()

@@ -568,7 +568,7 @@ def _received_once(run: Run, life: Lifecycle) -> tuple[set[str], dict[str, str]]
     return life.received
 
 
-def _answer_text(run: Run, step: Span) -> str | None:
+def answer_text(run: Run, step: Span) -> str | None:
     """The final answer a step's model call returned (`gen_ai.output.messages`), if recorded."""
     for chat in run.chats:
         if chat.parent_id == step.span_id:
@@ -587,7 +587,7 @@ def _fabricated(run: Run, life: Lifecycle) -> None:
         return
     known: set[str] | None = None
     for step in finals:
-        answer = _answer_text(run, step)
+        answer = answer_text(run, step)
         if answer is None:
             continue
         if known is None:

@@ -14,7 +14,8 @@ from otel_agent_trace.analyzer.metrics import run_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
-def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
+            budget_usd: float | None = None) -> dict[str, Any]:
     if isinstance(analysis, Reduced):
         runs = [r.data for r in analysis.runs]
         per_run = [r.metrics for r in analysis.runs]
@@ -35,7 +36,7 @@ def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) 
             "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
             "suspect_runs": sum(1 for r in runs if r["status"] == "suspect"),
             "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
-            "metrics": combine_metrics(per_run, prices),
+            "metrics": combine_metrics(per_run, prices, budget_usd),
         },
     }
 

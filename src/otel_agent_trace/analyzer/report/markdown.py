@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups, run_key
+from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups,
+                                                   reliability_items, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 
@@ -48,7 +49,8 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
                 f"| wrong-tool rate (rule-based) | {m['wrong_tool_rate']:.1%} of {m['tool_calls']} calls |",
                 f"| trace capture rate | {m['trace_capture_rate']:.1%} |",
                 f"| tokens per run (in / out) | {m['tokens_per_run']['input']:g} / {m['tokens_per_run']['output']:g} |",
-                f"| cost per run | {_cost(m.get('cost_per_run'))} |", ""]
+                f"| cost per run | {_cost(m.get('cost_per_run'))} |"]
+        out += [f"| {_cell(label)} | {value} |" for value, label in reliability_items(m)] + [""]
         if m["tool_error_rate"]:
             out += ["| tool | calls | errors | error rate |", "|---|---:|---:|---:|"]
             out += [f"| `{_cell(k)}` | {v['calls']} | {v['errors']} | {v['rate']:.1%} |" for k, v in m["tool_error_rate"].items()]

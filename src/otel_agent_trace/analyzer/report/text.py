@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups
+from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups, reliability_items
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 PHASE_COLOR = {"origin": "31;1", "propagate": "33", "recovered": "32", "critical": "35;1"}
@@ -143,6 +143,9 @@ def _metrics(m: dict[str, Any]) -> list[str]:
     errs = [f"{name} {v['errors']}/{v['calls']}" for name, v in m["tool_error_rate"].items() if v["errors"]]
     if errs:
         out.append("tool errors: " + ", ".join(errs))
+    reliability = reliability_items(m)
+    if reliability:
+        out.append("reliability: " + "; ".join(f"{label} {value}" for value, label in reliability))
     fails = m["failures"]
     if fails["by_bug_class"]:
         out.append("failures: " + ", ".join(f"{k} {v}" for k, v in fails["by_bug_class"].items()) + " | " +
