@@ -67,13 +67,88 @@ def loop_reached(ok_before: int, threshold: int = LOOP_THRESHOLD) -> bool:
 
 # --- tool results ---------------------------------------------------------------------------------
 _EMPTY_TEXTS = frozenset({"", "[]", "{}", "null", "none", '""', "''"})
+ERROR_PAYLOAD_RULES_ENV = "OTEL_AGENT_TRACE_ERROR_PAYLOAD_RULES"
+# When a successful result (a JSON object) is an error payload: each rule names a top-level field
+# and a test on its value; any rule that holds makes the result `error_result`. `requires`: other
+# fields that must be present too (a bare `code` is as often a product code as an error code).
+DEFAULT_ERROR_PAYLOAD_RULES: tuple[dict[str, Any], ...] = (
+    {"field": "error", "test": "present"},  # non-empty: {"error": "..."} or {"error": {...}}
+    {"field": "errors", "test": "present"},  # GraphQL and friends: a non-empty list
+    {"field": "success", "test": "equals", "value": False},
+    {"field": "ok", "test": "equals", "value": False},
+    {"field": "status", "test": "in", "value": ["error", "failed", "failure", "fail", "ERROR", "FAILED"]},
+    {"field": "status", "test": "http_error"},  # a number (or numeric text) 400-599
+    {"field": "status_code", "test": "http_error"},
+    {"field": "statusCode", "test": "http_error"},
+    {"field": "http_status", "test": "http_error"},
+    {"field": "code", "test": "http_error", "requires": ["message"]},
+)
+
+
+def _http_error(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return isinstance(value, (int, float)) and 400 <= value <= 599
+
+
+_TESTS = {
+    "present": lambda v, _: v not in (None, "", False, [], {}),
+    "equals": lambda v, want: v == want and type(v) is type(want),
+    "in": lambda v, want: isinstance(v, str) and v in (want or ()),
+    "http_error": lambda v, _: _http_error(v),
+}
+
+
+def error_payload_rules(environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], ...]:
+    """The rule set: `DEFAULT_ERROR_PAYLOAD_RULES`, plus the rules of
+    `OTEL_AGENT_TRACE_ERROR_PAYLOAD_RULES` (a JSON list, inline or in a file it names; a rule with
+    `"enabled": false` removes the default rules of its field). Bad rules are ignored."""
+    raw = (os.environ if environ is None else environ).get(ERROR_PAYLOAD_RULES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_ERROR_PAYLOAD_RULES
+    cached = _rules_cache.get(raw)
+    if cached is not None:
+        return cached
+    text = raw
+    if not raw.startswith("["):
+        try:
+            with open(raw, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            text = "[]"
+    extra = parse_json_or_text(text)
+    rules = list(DEFAULT_ERROR_PAYLOAD_RULES)
+    for rule in extra if isinstance(extra, list) else ():
+        if not isinstance(rule, dict) or not isinstance(rule.get("field"), str):
+            continue
+        if rule.get("enabled") is False:
+            rules = [r for r in rules if r["field"] != rule["field"]]
+        elif rule.get("test") in _TESTS:
+            rules.append(rule)
+    _rules_cache[raw] = tuple(rules)
+    return _rules_cache[raw]
+
+
+_rules_cache: dict[str, tuple[dict[str, Any], ...]] = {}
+
+
+def error_payload(result: dict[str, Any], rules: Iterable[dict[str, Any]] | None = None) -> bool:
+    """Whether a JSON object result is an error payload by the rule set."""
+    for rule in error_payload_rules() if rules is None else rules:
+        field = rule["field"]
+        if field in result and _TESTS[rule.get("test", "present")](result[field], rule.get("value")) \
+                and all(r in result for r in rule.get("requires", ())):
+            return True
+    return False
 
 
 def classify_result(result: Any) -> Outcome:
     """Outcome of a tool result value (a Python object or the text fed back to the model).
 
-    Empty: `[]`, `{}`, `null`, `""`. Error payload: `{"error": ...}` (non-empty),
-    `{"success": false, ...}`, `{"ok": false}`, or text starting with `Error`.
+    Empty: `[]`, `{}`, `null`, `""`. Error payload: an object the rule set calls one
+    (`error_payload`), or text starting with `Error`, `Exception` or `Traceback`.
     """
     if isinstance(result, (str, bytes)):
         text = result.decode("utf-8", "replace") if isinstance(result, bytes) else result
@@ -92,11 +167,8 @@ def classify_result(result: Any) -> Outcome:
         return Outcome.EMPTY_RESULT
     if isinstance(result, (list, tuple, set, dict)) and len(result) == 0:
         return Outcome.EMPTY_RESULT
-    if isinstance(result, dict):
-        if result.get("error") not in (None, "", False, [], {}):
-            return Outcome.ERROR_RESULT
-        if result.get("success") is False or result.get("ok") is False:
-            return Outcome.ERROR_RESULT
+    if isinstance(result, dict) and error_payload(result):
+        return Outcome.ERROR_RESULT
     return Outcome.OK
 
 

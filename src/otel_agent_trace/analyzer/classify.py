@@ -18,7 +18,8 @@ Locate first, then classify, looking at the origin and the context around it:
 
 from __future__ import annotations
 
-from otel_agent_trace.analyzer.lifecycle import UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type
+from otel_agent_trace.analyzer.lifecycle import (UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
+                                                 unseen_argument_values)
 from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
@@ -77,9 +78,14 @@ def classify(finding: Finding) -> None:
         if reason and reason not in _PLAIN_REASONS:
             finding.evidence.append(reason)  # the text in the trace that proves it
         if bug_class == "tool":
+            unseen = unseen_argument_values(finding.run, origin)
             if arguments_malformed(origin):
                 bug_class = "model_decision"
                 finding.evidence.append("the arguments the model wrote are not valid JSON: the tool was misused")
+            elif unseen:
+                bug_class = "model_decision"
+                finding.evidence.append(f"value {', '.join(unseen[:3])} was never seen (not in the input, the "
+                                        "instructions or a tool result before the call): the model made it up")
             elif args is not None:
                 finding.evidence.append("arguments were well-formed JSON: the tool, not the caller, failed")
     else:

@@ -49,6 +49,7 @@ from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
     GEN_AI_OUTPUT_MESSAGES,
+    STEP_INDEX,
     STEP_KIND,
     ERROR_TYPE,
     GEN_AI_RESPONSE_FINISH_REASONS,
@@ -531,6 +532,21 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
     return set().union(*(mentioned(text, given) for text in outputs)) if outputs else set()
 
 
+def _new_messages(step: Span) -> list[tuple[str, str, str | None]]:
+    """(hash, role, text content) of the messages a step's context showed first
+    (`agent_trace.context.new_messages`, with content capture)."""
+    raw = step.attributes.get(NEW_MESSAGES)
+    items = parse_json_or_text(raw) if raw is not None else None
+    out = []
+    for item in items if isinstance(items, list) else ():
+        message = item.get("message") if isinstance(item, dict) else None
+        if isinstance(message, dict):
+            content = message.get("content")
+            out.append((str(item.get("hash") or ""), str(message.get("role") or ""),
+                        content if isinstance(content, str) else None))
+    return out
+
+
 def _received(run: Run) -> tuple[set[str], dict[str, str]]:
     """What the run's model saw, as the recorder indexes it: the distinctive values of user,
     system, developer and tool messages (the steps' new messages), of tool results and of the
@@ -538,21 +554,10 @@ def _received(run: Run) -> tuple[set[str], dict[str, str]]:
     known: set[str] = set()
     roles: dict[str, str] = {}
     for step in run.steps:
-        raw = step.attributes.get(NEW_MESSAGES)
-        if raw is None:
-            continue
-        items = parse_json_or_text(raw)
-        if not isinstance(items, list):
-            continue
-        for item in items:
-            message = item.get("message") if isinstance(item, dict) else None
-            if not isinstance(message, dict):
-                continue
-            role = str(message.get("role") or "")
-            if item.get("hash"):
-                roles[str(item["hash"])] = role
-            content = message.get("content")
-            if role in detectors.RECEIVED_ROLES and isinstance(content, str) and content:
+        for digest, role, content in _new_messages(step):
+            if digest:
+                roles[digest] = role
+            if role in detectors.RECEIVED_ROLES and content:
                 known |= detectors.distinctive_values(content)
     for tool in run.tools:  # results, and the arguments the run itself used (`detectors.fabricated_values`)
         for key in (GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_CALL_ARGUMENTS):
@@ -560,6 +565,34 @@ def _received(run: Run) -> tuple[set[str], dict[str, str]]:
             if isinstance(text, str) and text:
                 known |= detectors.distinctive_values(text)
     return known, roles
+
+
+def unseen_argument_values(run: Run, tool: Span) -> list[str]:
+    """Values of a tool call's arguments the model had never seen when it decided the call: in
+    no user, system or developer message or tool result of the steps up to the deciding one, nor
+    in an earlier tool's result, and not derived from their numbers (`detectors.fabricated_values`).
+    Empty when the run did not capture its messages (nothing to compare with)."""
+    arguments = tool.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    index = run.step_index_of(tool)
+    if not isinstance(arguments, str) or not arguments or index is None:
+        return []
+    known: set[str] = set()
+    captured = False
+    for step in run.steps:
+        step_index = step.attributes.get(STEP_INDEX)
+        if not isinstance(step_index, int) or step_index > index:
+            continue
+        for _, role, content in _new_messages(step):
+            captured = True
+            if role in detectors.RECEIVED_ROLES and content:
+                known |= detectors.distinctive_values(content)
+    if not captured:
+        return []
+    for other in run.tools:
+        result = other.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+        if other.start_ns < tool.start_ns and isinstance(result, str) and result:
+            known |= detectors.distinctive_values(result)
+    return detectors.fabricated_values(arguments, known)
 
 
 def _received_once(run: Run, life: Lifecycle) -> tuple[set[str], dict[str, str]]:
