@@ -105,6 +105,9 @@ class Lifecycle:
     # a model-made error's decision (step) span id -> the tool span that shows it (its evidence)
     evidence_tools: dict[str, str] = field(default_factory=dict)
     received: tuple[set[str], dict[str, str]] | None = None  # `_received` of the run, once read
+    # the run's final answer's numbers and ids all trace back to tool results (None: no answer
+    # with content, or one without numbers or ids): `_fabricated`, for the reliability metrics
+    verifiable: bool | None = None
 
     def call_key(self, span: Span, name: str | None = None) -> tuple[str, str]:
         """`_call_key` of a tool span, computed once per run (loops and the metrics both ask);
@@ -614,22 +617,36 @@ def answer_text(run: Run, step: Span) -> str | None:
 
 def _fabricated(run: Run, life: Lifecycle) -> None:
     """`fabricated_value`, as the recorder checks it (`detectors.fabricated_values`): values of a
-    final answer (a step of kind `final`) the model never received. Needs captured content."""
+    final answer (a step of kind `final`) the model never received. Needs captured content. On
+    the way, `Lifecycle.verifiable` of the run's last answer (the reliability metrics')."""
     finals = [s for s in run.steps if s.attributes.get(STEP_KIND) == "final"]
     if not finals:
         return
     known: set[str] | None = None
     for step in finals:
         answer = answer_text(run, step)
-        if answer is None:
-            continue
+        if not answer or not detectors.distinctive_values(answer):
+            life.verifiable = None
+            continue  # nothing in it to check (the common case needs no look at the context)
         if known is None:
             known = _received_once(run, life)[0]
         values = detectors.fabricated_values(answer, known)
+        if step is run.steps[-1]:
+            life.verifiable = not detectors.fabricated_values(answer, _tool_results(run))
         if values:
             _mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "
                   "the instructions or a tool result")
+
+
+def _tool_results(run: Run) -> set[str]:
+    """The distinctive values of the run's tool results."""
+    out: set[str] = set()
+    for tool in run.tools:
+        text = tool.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+        if isinstance(text, str) and text:
+            out |= detectors.distinctive_values(text)
+    return out
 
 
 def _dropped_context(run: Run, life: Lifecycle) -> None:

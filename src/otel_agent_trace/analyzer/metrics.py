@@ -34,19 +34,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from otel_agent_trace import detectors
-from otel_agent_trace.analyzer.lifecycle import _call_key, answer_text, count
+from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
-    GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     STEP_INDEX,
-    STEP_KIND,
     ErrorType,
 )
 
@@ -195,23 +192,7 @@ def run_metrics(f: Finding) -> RunMetrics:
     steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
-                      answer_verifiable(run))
-
-
-def answer_verifiable(run: Run) -> bool | None:
-    """Whether the run's final answer's values all trace back to its tool results (None: no
-    captured answer, or one without numbers or ids)."""
-    if not run.steps or run.steps[-1].attributes.get(STEP_KIND) != "final":
-        return None
-    answer = answer_text(run, run.steps[-1])
-    if not answer or not detectors.distinctive_values(answer):
-        return None
-    results: set[str] = set()
-    for tool in run.tools:
-        text = tool.attributes.get(GEN_AI_TOOL_CALL_RESULT)
-        if isinstance(text, str) and text:
-            results |= detectors.distinctive_values(text)
-    return not detectors.fabricated_values(answer, results)
+                      life.verifiable if life else None)
 
 
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:
