@@ -623,16 +623,22 @@ def _fabricated(run: Run, life: Lifecycle) -> None:
     if not finals:
         return
     known: set[str] | None = None
+    results: set[str] | None = None
     for step in finals:
         answer = answer_text(run, step)
         if not answer or not detectors.distinctive_values(answer):
             life.verifiable = None
             continue  # nothing in it to check (the common case needs no look at the context)
+        if results is None:
+            results = _tool_results(run)
+        unverified = detectors.fabricated_values(answer, results)
+        if step is run.steps[-1]:
+            life.verifiable = not unverified
+        if not unverified:
+            continue  # every value is in (or derived from) the results: in all that was seen too
         if known is None:
             known = _received_once(run, life)[0]
         values = detectors.fabricated_values(answer, known)
-        if step is run.steps[-1]:
-            life.verifiable = not detectors.fabricated_values(answer, _tool_results(run))
         if values:
             _mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "
