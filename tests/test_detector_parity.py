@@ -45,6 +45,7 @@ SCHEMAS = [
     schema_for("search_orders", {"query": {"type": "string"}}, ["query"]),
     schema_for("refund", {"order_id": {"type": "string"}}, ["order_id"]),
     schema_for("charge", {"amount": {"type": "number"}}, ["amount"]),
+    schema_for("ship", {"order_id": {"type": "string"}}, ["order_id"]),
 ]
 
 
@@ -58,6 +59,7 @@ def tools():
         "search_orders": lambda query: [],
         "refund": lambda order_id: {"success": False, "error": f"order {order_id} is not refundable"},
         "charge": otel_agent_trace.tool(_charge, name="charge"),  # recorded explicitly: its exception
+        "ship": lambda order_id: {"status": 503, "message": "carrier unavailable"},  # an error payload
     }
 
 
@@ -71,6 +73,7 @@ DECISIONS = {
     "unknown_tool": call("lookup_ordr", order_id="A1001"),
     "schema": call("lookup_order", order_id=1001),
     "malformed": {"tool_calls": [{"name": "lookup_order", "arguments": '{"order_id": A1001'}]},
+    "http_error": call("ship", order_id="A1001"),
 }
 ANSWERS = {
     "received": "Order A1001 totals $125.50.",
