@@ -69,11 +69,14 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
         failed = sum(len(members) for members in groups.values())
         out += ["## Failure groups", "", f"{len(runs)} runs: {failed} failed in {len(groups)} group(s) of the same rules, "
                 f"origin and bug class; the first {EXAMPLES_PER_GROUP} of each are detailed below, "
-                f"{len(runs) - failed} healthy runs are only counted. `otel-agent-trace show TRACE_ID FILE` replays any run.", ""]
+                f"{len(runs) - failed} other runs are only counted. `otel-agent-trace show TRACE_ID FILE` replays any run.", ""]
         for (rules, etype, where, bug), members in groups.items():
             found = f"origin `{etype}` at `{_cell(where)}`" if (etype, where) != ("-", "-") else "no origin found"
             out += [f"### {len(members)} x `{rules}`: {found}" + (f", {bug}" if bug != "-" else ""), ""]
             out += _runs_table(members)
+        suspect = [r for r in runs if r["status"] == "suspect"]
+        if suspect:
+            out += [f"### {len(suspect)} suspect run(s): answered on an unrecovered error", ""] + _runs_table(suspect)
         detailed = [r for r in runs if run_key(r) in shown]
     for r in detailed:
         if r["status"] != "failed":

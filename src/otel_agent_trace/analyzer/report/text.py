@@ -88,7 +88,8 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
     """Failed runs by failure group: the first runs of a group in full, the others one line each."""
     groups = failure_groups(runs)
     failed = sum(len(members) for members in groups.values())
-    healthy = [r for r in runs if r["status"] != "failed"]
+    healthy = [r for r in runs if r["status"] == "ok"]
+    suspect = [r for r in runs if r["status"] == "suspect"]
     recovered = sum(1 for r in healthy if r["recovered"])
     lines = ["", f"{failed} failed run(s) in {len(groups)} group(s) of the same rules, origin and bug class; "
              f"the first {EXAMPLES_PER_GROUP} of each in full. `otel-agent-trace show TRACE_ID FILE` replays any run."]
@@ -104,6 +105,11 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
             origin = run["origin"]
             at = f"  origin {_where(origin)}{_confidence(run)}" if origin else ""
             lines.append(_headline(run, paint) + at)
+    if suspect:  # one line each: the run answered, on an error nothing recovered
+        lines += ["", paint(f"{len(suspect)} suspect run(s): answered on an unrecovered error", "33;1")]
+        for run in suspect:
+            origin = run["origin"]
+            lines.append(_headline(run, paint) + (f"  origin {_where(origin)} [{origin['error_type']}]" if origin else ""))
     lines.append("")
     lines.append(paint(f"{len(healthy)} run(s) ok", "32") + f", not listed ({recovered} recovered from an error); "
                  "`--format json` lists every run.")
