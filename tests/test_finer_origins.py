@@ -72,3 +72,19 @@ def test_an_argument_value_from_a_tool_result_is_the_tools_failure(server, tmp_p
          "refund": lambda order_id: {"error": "refund service down"}}))["runs"]
     assert run["bug_class"] == "tool"
     assert not any("never seen" in line for line in run["evidence"])
+
+
+def test_a_degenerate_value_carried_to_a_failing_call_is_the_origin(server, tmp_path):
+    """The quote said 0; the charge failed on it: the origin is the quote, the crash site the charge."""
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", "Please pay order A1001", [
+        call("get_quote", order_id="A1001"), call("charge", order_id="A1001", amount=0),
+        {"content": "The payment failed."}],
+        {"get_quote": lambda order_id: {"order_id": order_id, "amount": 0},
+         "charge": lambda order_id, amount: {"error": "amount must be positive"}}))["runs"]
+    by_name = {e["span_name"]: e for e in run["errors"]}
+    quote, charge = by_name["execute_tool get_quote"], by_name["execute_tool charge"]
+    assert quote["error_type"] == "degenerate_value" and "amount=0" in quote["reason"]
+    assert charge["error_type"] == "tool_error_result"
+    assert run["origin"]["span_id"] == quote["span_id"]
+    assert run["chain"][0]["span_id"] == quote["span_id"]
+    assert any(h["span_id"] == charge["span_id"] for h in run["chain"])

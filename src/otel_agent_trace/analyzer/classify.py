@@ -18,7 +18,7 @@ Locate first, then classify, looking at the origin and the context around it:
 
 from __future__ import annotations
 
-from otel_agent_trace.analyzer.lifecycle import (UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
+from otel_agent_trace.analyzer.lifecycle import (DEGENERATE_VALUE, UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
                                                  unseen_argument_values)
 from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.runs import is_tool_span
@@ -42,6 +42,7 @@ BUG_CLASS_OF_ERROR = {
     ErrorType.LOOP_DETECTED.value: "model_decision",
     ErrorType.FABRICATED_VALUE.value: "model_decision",
     UNSUPPORTED_ANSWER: "model_decision",
+    DEGENERATE_VALUE: "tool",
     ErrorType.FINAL_ANSWER_INVALID.value: "model_decision",
     ErrorType.CONTEXT_DROPPED.value: "prompt",
     ErrorType.TRUNCATED_OUTPUT.value: "prompt",

@@ -69,6 +69,8 @@ from otel_agent_trace.model import (
 
 NEW_MESSAGES = "agent_trace.context.new_messages"  # (recorder/steps.py) messages first seen at a step
 UNSUPPORTED_ANSWER = "unsupported_answer"  # analyzer only: see `_unsupported_answer`
+DEGENERATE_VALUE = "degenerate_value"  # analyzer only: see `_degenerate_flows`
+_DEGENERATE = (0, 0.0, "", None, -1, "N/A", "n/a", "null", "None", "unknown", "UNKNOWN", "-")
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
@@ -238,6 +240,7 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     _tool_origins(run, life, definitions)
     _chat_origins(run, life)
     _framework_origins(life, restating, raised_others)
+    _degenerate_flows(run, graph, life)
     _loops(run, life)
     _fabricated(run, life)
     _unsupported_answer(run, life, definitions)
@@ -338,6 +341,53 @@ def _framework_origins(life: Lifecycle, restating: dict[str, str], raised_others
         kind, evidence = exception_reason(span)
         _derived_origin(life, span, KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value),
                         f"exception on a framework span: {evidence}")
+
+
+def _degenerate_flows(run: Run, graph: Graph, life: Lifecycle) -> None:
+    """Data-flow origins: a failed tool call whose argument `k` has a degenerate value (zero,
+    empty, null, a sentinel) that an earlier tool's result gave under the same key `k`: the value
+    flowed (a derived `data` edge) and its producer is the origin (`degenerate_value`); the failed
+    call is where it showed."""
+    failed = [t for t in run.tools if t.span_id in life.origins]
+    if not failed:
+        return
+    for tool in failed:
+        arguments = parse_json_or_text(tool.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+        if not isinstance(arguments, dict):
+            continue
+        for key, value in arguments.items():
+            if not _is_degenerate(value):
+                continue
+            producer = next((p for p in reversed(run.tools) if p.start_ns < tool.start_ns
+                             and _gives(p, key, value)), None)
+            if producer is None:
+                continue
+            graph.add(tool.span_id, producer.span_id, Relation.DATA.value)
+            _derived_origin(life, producer, DEGENERATE_VALUE,
+                            f"returned {key}={value!r}, which {tool_name_of(tool)} then used and failed on")
+            break
+
+
+def _is_degenerate(value: Any) -> bool:
+    return not isinstance(value, bool) and any(value == d and type(value) is type(d) for d in _DEGENERATE) \
+        or value == [] or value == {}
+
+
+def _gives(span: Span, key: str, value: Any) -> bool:
+    """Whether a tool's result (JSON) holds `key` with exactly `value`, at any depth."""
+    result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+    if not isinstance(result, str) or f'"{key}"' not in result:
+        return False
+    stack = [parse_json_or_text(result)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if key in node and node[key] == value and type(node[key]) is type(value):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, inferred: bool = True) -> None:
