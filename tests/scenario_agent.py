@@ -45,3 +45,47 @@ def run_loop(client: Any, user: str, tools: dict[str, Callable[..., Any]], *, sc
 
 def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": tool_name, "arguments": arguments}]}
+
+
+def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, Callable[..., Any]], *,
+               schemas: list[dict] | None = None, keep_last: int | None = None, name: str = "agent") -> Any:
+    """One `run_loop` run scripted on `server`, recorded with our file exporter into `path` (a
+    fresh provider and instrumentor, undone after). The run's own exception, if any, is swallowed:
+    the trace records it."""
+    import openai
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    import otel_agent_trace
+    from otel_agent_trace.exporter import AgentTraceFileExporter
+
+    server.scripts = {user: turns}
+    server.stateful, server._served = keep_last is not None, {}
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
+    instrumentor = otel_agent_trace.AgentTraceInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+        with otel_agent_trace.agent_run(name):
+            run_loop(client, user, tools, schemas=schemas, keep_last=keep_last)
+    except Exception:
+        pass
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    return path
+
+
+def analyze_json(path: Any) -> dict:
+    """The CLI's `analyze --format json` report of a trace file, as a user reads it."""
+    import tempfile
+
+    from otel_agent_trace import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/report.json"
+        code = cli.main(["analyze", str(path), "--format", "json", "--jobs", "1", "-o", out])
+        assert code == 0, code
+        with open(out, encoding="utf-8") as handle:
+            return json.load(handle)

@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
+    analyze.add_argument("--budget-usd", type=float, metavar="USD",
+                         help="a run's cost budget: summary.metrics.reliability.cost_within_budget (needs prices)")
     analyze.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                          help="ANSI colour in the text report (auto: when stdout is a terminal)")
     analyze.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
@@ -62,7 +64,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
 
     `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then).
     `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
-    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, analyze_reduced, expand
+    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+    from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 
     remotes = []
     if args.jaeger:
@@ -181,7 +184,7 @@ def _analyze(args: argparse.Namespace) -> int:
     prices = config.get("prices") if isinstance(config.get("prices"), dict) else None
     from otel_agent_trace.analyzer.report.json_report import to_dict
 
-    data = to_dict(analysis, prices)
+    data = to_dict(analysis, prices, args.budget_usd)
     if args.format == "json":
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
     elif args.format == "md":

@@ -2,7 +2,8 @@
 
 Everything here is plain data and pure functions, importable without the OpenTelemetry SDK:
 attribute names, the enums of outcomes, phases, error types and link relations, the normalized
-message model providers translate into, and the classification of a tool result. The recorder
+message model providers translate into. The detectors that classify results, arguments,
+contexts and answers live in `detectors.py`. The recorder
 and the analyzer both import this module and never each other.
 """
 
@@ -121,23 +122,6 @@ OUTCOME_ERROR_TYPE = {
     Outcome.TIMEOUT: ErrorType.TOOL_TIMEOUT,
 }
 
-# Which bug kind (seed 000) an origin's error type points at, when nothing else says otherwise.
-BUG_CLASS_OF_ERROR = {
-    ErrorType.TOOL_EXCEPTION: "tool",
-    ErrorType.TOOL_ERROR_RESULT: "tool",
-    ErrorType.TOOL_EMPTY_RESULT: "tool",
-    ErrorType.TOOL_TIMEOUT: "tool",
-    ErrorType.LLM_ERROR: "tool",
-    ErrorType.INVALID_ARGUMENTS: "model_decision",
-    ErrorType.UNKNOWN_TOOL: "model_decision",
-    ErrorType.LOOP_DETECTED: "model_decision",
-    ErrorType.FABRICATED_VALUE: "model_decision",
-    ErrorType.FINAL_ANSWER_INVALID: "model_decision",
-    ErrorType.CONTEXT_DROPPED: "prompt",
-    ErrorType.TRUNCATED_OUTPUT: "prompt",
-}
-
-
 # --- normalized messages ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class ToolCall:
@@ -206,10 +190,7 @@ class ChatResponse:
     output_tokens: int | None = None
 
 
-# --- tool result classification ---------------------------------------------------------------
-_EMPTY_TEXTS = frozenset({"", "[]", "{}", "null", "none", '""', "''"})
-
-
+# --- JSON or text ----------------------------------------------------------------------------
 def parse_json_or_text(text: Any) -> Any:
     """Parse JSON text if it is JSON, else return it unchanged."""
     if not isinstance(text, (str, bytes)):
@@ -220,35 +201,14 @@ def parse_json_or_text(text: Any) -> Any:
         return text
 
 
-def classify_result(result: Any) -> Outcome:
-    """Outcome of a tool result value (a Python object or the text fed back to the model).
+def __getattr__(name: str) -> Any:
+    """`classify_result` moved to `detectors.py` (one module of detectors); this alias keeps old
+    imports working until their callers import it from there."""
+    if name == "classify_result":
+        from otel_agent_trace.detectors import classify_result
 
-    Empty: `[]`, `{}`, `null`, `""`. Error payload: `{"error": ...}` (non-empty),
-    `{"success": false, ...}`, `{"ok": false}`, or text starting with `Error`.
-    """
-    if isinstance(result, (str, bytes)):
-        text = result.decode("utf-8", "replace") if isinstance(result, bytes) else result
-        stripped = text.strip()
-        if stripped.lower() in _EMPTY_TEXTS:
-            return Outcome.EMPTY_RESULT
-        if stripped[:1] in "[{":
-            parsed = parse_json_or_text(stripped)
-            if not isinstance(parsed, str):
-                return classify_result(parsed)
-        head = stripped[:16].lower()
-        if head.startswith("error") or head.startswith("exception") or head.startswith("traceback"):
-            return Outcome.ERROR_RESULT
-        return Outcome.OK
-    if result is None:
-        return Outcome.EMPTY_RESULT
-    if isinstance(result, (list, tuple, set, dict)) and len(result) == 0:
-        return Outcome.EMPTY_RESULT
-    if isinstance(result, dict):
-        if result.get("error") not in (None, "", False, [], {}):
-            return Outcome.ERROR_RESULT
-        if result.get("success") is False or result.get("ok") is False:
-            return Outcome.ERROR_RESULT
-    return Outcome.OK
+        return classify_result
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- GenAI semantic-convention messages (gen_ai.input.messages / gen_ai.output.messages) ------

@@ -9,7 +9,8 @@ import io
 import pytest
 from inputs_support import failing_run, line
 
-from otel_agent_trace.analyzer.analysis import Progress, analyze_reduced
+from otel_agent_trace.analyzer.analysis import Progress
+from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 

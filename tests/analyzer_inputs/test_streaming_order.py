@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from inputs_support import failing_run, line, span
 
 from otel_agent_trace.analyzer import analysis, chunks
-from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
+from otel_agent_trace.analyzer.analysis import analyze
+from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 
@@ -149,7 +150,7 @@ def test_a_worker_that_dies_is_an_error_not_a_missing_chunk(tmp_path, monkeypatc
 
 def _cut_in_process(paths: list[str], pieces: int, min_chunk: int) -> dict:
     """The merge of `pieces`-way cut chunks, all analysed in this process (what workers would do)."""
-    from otel_agent_trace.analyzer.report.json_report import summarize
+    from otel_agent_trace.analyzer.report.reduce import summarize
 
     def reduce(finding):
         return summarize(finding, False)

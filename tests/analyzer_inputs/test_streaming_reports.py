@@ -6,7 +6,8 @@ import json
 
 from inputs_support import failing_run, healthy_run, line, span
 
-from otel_agent_trace.analyzer.analysis import analyze, analyze_reduced
+from otel_agent_trace.analyzer.analysis import analyze
+from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 from otel_agent_trace.analyzer.enrich import apply_rules
 from otel_agent_trace.analyzer.report import fleet, html, markdown, text
 from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP

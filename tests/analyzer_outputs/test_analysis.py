@@ -63,6 +63,27 @@ def test_prices_give_cost_per_run(demo, tmp_path, capsys):
     assert m["cost_per_run"] == pytest.approx(expected, rel=1e-3)
 
 
+def test_seed_003_reliability_metrics_in_every_format(demo, tmp_path, capsys):
+    """Task success, partial completion, recoverability per error type, verifiability and cost
+    within budget: in summary.metrics.reliability, and shown by text, md and html."""
+    rules = tmp_path / "team.json"
+    rules.write_text(json.dumps({"prices": {"gpt-4o-mini": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}}))
+    _, data, _ = report(capsys, demo, "--rules", rules, "--budget-usd", "0.0001")
+    r = data["summary"]["metrics"]["reliability"]
+    statuses = [run["status"] for run in data["runs"]]
+    assert r["task_success_rate"] == round(statuses.count("ok") / len(statuses), 4) == 0.5
+    assert 0 < r["partial_completion"] < 1  # the failed runs' steps before their origin succeeded
+    assert r["recoverability"]["tool_error_result"] == {"errors": 2, "recovered": 1, "rate": 0.5}
+    assert r["recoverability"]["tool_empty_result"]["recovered"] == 0
+    assert r["verifiable_answers"] >= 1 and r["verifiability"] is not None
+    assert r["cost_within_budget"] is not None and 0 <= r["cost_within_budget"] <= 1 and r["budget_usd"] == 0.0001
+    for fmt, needle in (("text", "task success rate 50%"), ("md", "| task success rate | 50% |"),
+                        ("html", "task success rate")):
+        cli_main(["analyze", "--format", fmt, "--color", "never", str(demo)] if fmt == "text" else
+                 ["analyze", "--format", fmt, str(demo)])
+        assert needle in capsys.readouterr().out, fmt
+
+
 # --- foreign-shaped traces: no phases, no outcomes, no dependency attributes -------------------
 def test_foreign_trace_phases_and_edges_recomputed_offline(tmp_path, capsys):
     b = TraceBuilder()
@@ -165,9 +186,10 @@ def test_malformed_arguments_are_a_model_decision(tmp_path, capsys):
     b.spans[0]["status"] = {"code": 2}
     _, data, _ = report(capsys, write(tmp_path / "t.jsonl", b))
     r = data["runs"][0]
-    assert r["origin"]["span_id"] == bad
+    assert r["origin"]["span_id"] == s0  # the decision that wrote them; the tool span is evidence
     assert r["origin"]["error_type"] == "invalid_arguments"
     assert r["bug_class"] == "model_decision"
+    assert bad in {e["span_id"] for e in r["errors"]}  # the tool's own failure stays listed
 
 
 def test_dropped_context_makes_a_prompt_bug(tmp_path, capsys):
@@ -204,7 +226,7 @@ def test_a_tool_missing_from_the_definitions_is_a_prompt_bug_when_the_agent_has_
         b.spans[0]["status"] = {"code": 2, "message": "RefundNotConfirmed"}
         _, data, _ = report(capsys, write(tmp_path / f"{outcome}.jsonl", b))
         r = data["runs"][0]
-        assert r["origin"]["span_id"] == called and r["origin"]["error_type"] == "unknown_tool"
+        assert r["origin"]["span_id"] == s0 and r["origin"]["error_type"] == "unknown_tool"  # the decision
         classes[outcome] = (r["bug_class"], r["evidence"])
     assert classes["ok"][0] == "prompt" and any("tool list was incomplete" in e for e in classes["ok"][1])
     assert classes["exception"][0] == "model_decision"
@@ -257,15 +279,17 @@ def test_team_rules_without_builtins(demo, tmp_path, capsys):
     path = tmp_path / "rules.json"
     path.write_text(json.dumps({"builtins": False, "criticalFailures": [RULE]}))
     _, data, _ = report(capsys, demo, "--rules", path)
-    assert [r["status"] for r in data["runs"]] == ["ok", "ok", "failed", "ok"]
+    # no rule fails the refund run any more, but its answer rests on the empty lookup: suspect
+    assert [r["status"] for r in data["runs"]] == ["ok", "suspect", "failed", "ok"]
 
 
 def test_rule_disabling_a_builtin(demo, tmp_path, capsys):
     path = tmp_path / "rules.json"
     path.write_text(json.dumps([{"ruleId": "RUN_EXCEPTION", "enabled": False}, {"ruleId": "RECORDED_CRITICAL", "enabled": False}]))
     _, data, _ = report(capsys, demo, "--rules", path)
-    # the loop run still fails by LOOP_DETECTED; the malformed run has nothing left that fires
-    assert [r["status"] for r in data["runs"]] == ["ok", "ok", "ok", "failed"]
+    # the loop run still fails by LOOP_DETECTED; the malformed run has nothing left that fires; the
+    # refund run, no longer failed, answered on its empty lookup: suspect
+    assert [r["status"] for r in data["runs"]] == ["ok", "suspect", "ok", "failed"]
     assert data["runs"][3]["rules"][0]["rule_id"] == "LOOP_DETECTED"
 
 

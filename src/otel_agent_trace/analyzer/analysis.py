@@ -59,7 +59,7 @@ class Analysis(_InputsRead):
 
 @dataclass(slots=True)
 class RunSummary:
-    """One run reduced to what the reports need (see `report/json_report.summarize`)."""
+    """One run reduced to what the reports need (see `report/reduce.summarize`)."""
 
     key: tuple[int, str, str]  # (run start, trace id, run span id): the report's order
     data: dict[str, Any]  # the JSON report's `runs[]` entry
@@ -427,32 +427,21 @@ def analyze(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int 
 
 
 def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                    progress: Progress | None = None, rules: list | None = None, html: bool = False,
-                    jobs: int = 1, min_chunk_bytes: int | None = None) -> Reduced:
-    """The streaming analysis: every finding reduced as it comes (`report.json_report.summarize`).
+                    progress: Progress | None = None, rules: list | None = None, *,
+                    reduce: Callable[[Finding], RunSummary], jobs: int = 1,
+                    min_chunk_bytes: int | None = None) -> Reduced:
+    """The streaming analysis: every finding reduced as it comes, by `reduce` (the reports'
+    reducer, `report/reduce.py`: this module imports no report).
 
     Files are analysed in chunks, trace by trace as soon as a trace is complete (`chunks`), in
     `jobs` worker processes when the input is large enough; the result is the same as analysing
     every trace after reading (and the same for any `jobs`). Remote sources, which cannot be read
     twice, are read whole first, with the files named alongside them."""
     from otel_agent_trace.analyzer import chunks
-    from otel_agent_trace.analyzer.report.json_report import summarize
 
     out = Reduced()
     files = expand(paths)
     remotes = list(remotes)
-
-    from otel_agent_trace.analyzer.report.html import DETAIL_ALL_RUNS
-
-    healthy_sections = [0]  # per process: each renders at most DETAIL_ALL_RUNS sections of runs that did not fail
-
-    def reduce(finding: Finding) -> RunSummary:
-        # a report of more runs shows failed runs only in full (report.html), so no section is
-        # rendered (and held) for the others past that count
-        section = html and (finding.failed or healthy_sections[0] < DETAIL_ALL_RUNS)
-        healthy_sections[0] += html and not finding.failed
-        return summarize(finding, section)
-
     total = sum(file_size(p) for p in files)
     if progress is None:
         progress = Progress(total)

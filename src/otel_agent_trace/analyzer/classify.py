@@ -18,17 +18,35 @@ Locate first, then classify, looking at the origin and the context around it:
 
 from __future__ import annotations
 
-from otel_agent_trace.analyzer.lifecycle import arguments_malformed, tool_error_type
+from otel_agent_trace.analyzer.lifecycle import (DEGENERATE_VALUE, UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
+                                                 unseen_argument_values)
 from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
-    BUG_CLASS_OF_ERROR,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     ErrorType,
     Phase,
 )
+
+# Which bug kind (seed 000) an origin's error type points at, when nothing else says otherwise.
+BUG_CLASS_OF_ERROR = {
+    ErrorType.TOOL_EXCEPTION.value: "tool",
+    ErrorType.TOOL_ERROR_RESULT.value: "tool",
+    ErrorType.TOOL_EMPTY_RESULT.value: "tool",
+    ErrorType.TOOL_TIMEOUT.value: "tool",
+    ErrorType.LLM_ERROR.value: "tool",
+    ErrorType.INVALID_ARGUMENTS.value: "model_decision",
+    ErrorType.UNKNOWN_TOOL.value: "model_decision",
+    ErrorType.LOOP_DETECTED.value: "model_decision",
+    ErrorType.FABRICATED_VALUE.value: "model_decision",
+    UNSUPPORTED_ANSWER: "model_decision",
+    DEGENERATE_VALUE: "tool",
+    ErrorType.FINAL_ANSWER_INVALID.value: "model_decision",
+    ErrorType.CONTEXT_DROPPED.value: "prompt",
+    ErrorType.TRUNCATED_OUTPUT.value: "prompt",
+}
 
 
 def classify(finding: Finding) -> None:
@@ -44,10 +62,9 @@ def classify(finding: Finding) -> None:
         return
     if not finding.origin_error_type:
         return
-    try:
-        error_type = ErrorType(finding.origin_error_type)
-    except ValueError:
-        finding.evidence.append(f"{origin.name}: unrecognized error type {finding.origin_error_type!r}")
+    error_type = finding.origin_error_type
+    if error_type not in BUG_CLASS_OF_ERROR and error_type not in ErrorType._value2member_map_:
+        finding.evidence.append(f"{origin.name}: unrecognized error type {error_type!r}")
         return
     bug_class = BUG_CLASS_OF_ERROR.get(error_type)
     name = tool_name(origin)
@@ -57,30 +74,38 @@ def classify(finding: Finding) -> None:
         result = origin.attr(GEN_AI_TOOL_CALL_RESULT)
         detail = (f"tool {name}({_short(args)}) returned {_short(result)}" if result is not None
                   else f"tool {name}({_short(args)}) failed")
-        finding.evidence.append(f"{detail} [{error_type.value}]")
+        finding.evidence.append(f"{detail} [{error_type}]")
         reason = life.states[origin.span_id].reason if life and origin.span_id in life.states else ""
         if reason and reason not in _PLAIN_REASONS:
             finding.evidence.append(reason)  # the text in the trace that proves it
         if bug_class == "tool":
+            unseen = unseen_argument_values(finding.run, origin)
             if arguments_malformed(origin):
                 bug_class = "model_decision"
                 finding.evidence.append("the arguments the model wrote are not valid JSON: the tool was misused")
+            elif unseen:
+                bug_class = "model_decision"
+                finding.evidence.append(f"value {', '.join(unseen[:3])} was never seen (not in the input, the "
+                                        "instructions or a tool result before the call): the model made it up")
             elif args is not None:
                 finding.evidence.append("arguments were well-formed JSON: the tool, not the caller, failed")
     else:
         reason = life.states[origin.span_id].reason if life and origin.span_id in life.states else ""
-        finding.evidence.append(f"{origin.name}: {error_type.value}" + (f" ({reason})" if reason and reason != "recorded" else ""))
-    if error_type == ErrorType.UNKNOWN_TOOL and name and tool_error_type(origin)[0] is None:
+        finding.evidence.append(f"{origin.name}: {error_type}" + (f" ({reason})" if reason and reason != "recorded" else ""))
+    # a model-made error is located at its decision; the tool span that shows it is evidence
+    shown_by = finding.run.spans.get(life.evidence_tools.get(origin.span_id, "")) if life else None
+    tool = origin if name else shown_by
+    if error_type == ErrorType.UNKNOWN_TOOL.value and tool is not None and tool_error_type(tool)[0] is None:
         bug_class = "prompt"
-        finding.evidence.append(f"the agent ran {name} successfully, but it was missing from the tool definitions the "
-                                "model was given: the request's tool list was incomplete")
+        finding.evidence.append(f"the agent ran {tool_name(tool)} successfully, but it was missing from the tool "
+                                "definitions the model was given: the request's tool list was incomplete")
     if bug_class == "model_decision":
         dropped = _dropped_before(finding, origin)
         if dropped is not None:
             bug_class = "prompt"
             finding.evidence.append(f"but the context of {dropped.name} had lost messages the previous step saw "
                                     "(context_dropped): the model decided without what it needed")
-    if error_type == ErrorType.LOOP_DETECTED:
+    if error_type == ErrorType.LOOP_DETECTED.value:
         finding.evidence.append("the same tool was requested again with the same arguments; its results were not errors")
     repeats = _repeats(finding, origin)
     if repeats:

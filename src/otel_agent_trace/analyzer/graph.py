@@ -131,19 +131,20 @@ def derive_edges(run: Run, graph: Graph) -> None:
 
 def recovered_spans(graph: Graph, failed: set[str]) -> set[str]:
     """Failed spans a later retry replaced with a success (following retry chains)."""
-    recovered: set[str] = set()
-    for span_id in failed:
-        frontier = [span_id]
-        seen = {span_id}
-        while frontier:
-            current = frontier.pop()
-            for source, relation in graph.reverse.get(current, ()):
-                if relation != _RETRY_OF or source in seen:
-                    continue
-                seen.add(source)
-                if source not in failed:
-                    recovered.add(span_id)
-                    frontier.clear()
-                    break
-                frontier.append(source)
-    return recovered
+    return {span_id for span_id in failed if recovered_by(graph, failed, span_id) is not None}
+
+
+def recovered_by(graph: Graph, failed: set[str], span_id: str) -> str | None:
+    """The retry that replaced a failed span with a success (following retry chains), if any."""
+    frontier = [span_id]
+    seen = {span_id}
+    while frontier:
+        current = frontier.pop()
+        for source, relation in graph.reverse.get(current, ()):
+            if relation != _RETRY_OF or source in seen:
+                continue
+            seen.add(source)
+            if source not in failed:
+                return source
+            frontier.append(source)
+    return None

@@ -7,20 +7,20 @@ did not flag every error type. This module derives, for every span of a run, a `
 * origin    - a tool whose outcome is not `ok` (or, without an outcome, whose status is ERROR,
               that has an `exception` event, or whose result text classifies as empty/error);
               a chat span with status ERROR (`llm_error`) or `finish_reason=length`
-              (`truncated_output`); tool arguments that are not valid JSON (`invalid_arguments`);
-              a tool not among the tool definitions the model was given (`unknown_tool`, only
-              when definitions are present); the step where the same tool with the same
-              arguments reaches `LOOP_THRESHOLD` requests (`loop_detected`); a step whose
-              context lost messages the previous step's context had (`context_dropped`);
-              any span marked `origin` online, with its recorded error type; an exception on a
-              framework span, typed by `normalize/evidence.exception_kind` (format / arguments
-              -> `invalid_arguments`, operation limit -> `tool_timeout`, ...), unless it restates
-              the exception of a tool it ran or of a model call it made (`compute`, step 1);
-              a final answer no tool result supports
-              (`fabricated_value`, `_unsupported_answer`: flag `plan_named_tool` when the
-              model's own plan named a tool it then never called, else flag `suspicion`, an
-              origin inferred without proof). `SpanState.reason` keeps the text
-              that proves each (exception kind and message, the result's error banner).
+              (`truncated_output`); any span marked `origin` online, with its recorded error
+              type; the detectors of `detectors.py`, as the recorder runs them online:
+              malformed or schema-violating arguments (`invalid_arguments`) and a tool the model
+              was not given (`unknown_tool`) at the step that requested the call (`_model_made`),
+              a repeated request (`loop_detected`, `_loops`), values of a final answer never
+              received (`fabricated_value`, `_fabricated`), a lost system or developer message
+              (`context_dropped`, `_dropped_context`); an exception on a framework span, typed by
+              `normalize/evidence.exception_kind` (format / arguments -> `invalid_arguments`,
+              operation limit -> `tool_timeout`, ...), unless it restates the exception of a tool
+              it ran or of a model call it made (`compute`, step 1); a final answer no tool result
+              supports (`unsupported_answer`, analyzer only, `_unsupported_answer`: flag
+              `plan_named_tool` when the model's own plan named a tool it then never called, else
+              flag `suspicion`, an origin inferred without proof). `SpanState.reason` keeps the
+              text that proves each (exception kind and message, the result's error banner).
 * propagate - a span that depends (any relation) on an origin or propagate span.
 * recovered - an origin that a later `retry_of` chain ended in success (edges recorded, or,
               when a trace has none, the next execution of the same tool: a derived retry).
@@ -38,15 +38,19 @@ from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace import detectors
+from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
+    GEN_AI_OUTPUT_MESSAGES,
+    STEP_INDEX,
+    STEP_KIND,
     ERROR_TYPE,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
@@ -59,11 +63,14 @@ from otel_agent_trace.model import (
     Outcome,
     Phase,
     Relation,
-    classify_result,
     parse_json_or_text,
+    semconv_messages,
 )
 
-LOOP_THRESHOLD = 3  # same tool + same arguments requested this many times in one run (recorder default)
+NEW_MESSAGES = "agent_trace.context.new_messages"  # (recorder/steps.py) messages first seen at a step
+UNSUPPORTED_ANSWER = "unsupported_answer"  # analyzer only: see `_unsupported_answer`
+DEGENERATE_VALUE = "degenerate_value"  # analyzer only: see `_degenerate_flows`
+_DEGENERATE = (0, 0.0, "", None, -1, "N/A", "n/a", "null", "None", "unknown", "UNKNOWN", "-")
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
 STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
@@ -97,6 +104,12 @@ class Lifecycle:
     call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
     # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
     parsed_arguments: dict[str, Any] = field(default_factory=dict)
+    # a model-made error's decision (step) span id -> the tool span that shows it (its evidence)
+    evidence_tools: dict[str, str] = field(default_factory=dict)
+    received: tuple[set[str], dict[str, str]] | None = None  # `_received` of the run, once read
+    # the run's final answer's numbers and ids all trace back to tool results (None: no answer
+    # with content, or one without numbers or ids): `_fabricated`, for the reliability metrics
+    verifiable: bool | None = None
 
     def call_key(self, span: Span, name: str | None = None) -> tuple[str, str]:
         """`_call_key` of a tool span, computed once per run (loops and the metrics both ask);
@@ -195,20 +208,13 @@ def arguments_malformed(span: Span) -> bool:
 
 
 def _arguments_read(span: Span) -> tuple[bool, Any] | None:
-    """(whether the recorded text needed no strip, its parse) of a tool's arguments that look like
-    JSON; None for none or plain text (plain-text arguments are a convention, not an error)."""
-    args = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
-    if not isinstance(args, str):
-        return None
-    text = args.strip()
-    if not text or text[0] not in "{[":
-        return None
-    return len(text) == len(args), parse_json_or_text(text)
+    """`detectors.read_json_arguments` of a tool span's recorded arguments."""
+    return detectors.read_json_arguments(span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
 
 
-def tool_definitions(run: Run) -> set[str] | None:
-    """Names of the tools the model was given, when some span records them."""
-    names: set[str] = set()
+def tool_definitions(run: Run) -> dict[str, Any] | None:
+    """The tools the model was given (name -> parameters schema), when some span records them."""
+    declared: dict[str, Any] = {}
     found = False
     for span in run.spans.values():
         attributes = span.attributes
@@ -219,28 +225,39 @@ def tool_definitions(run: Run) -> set[str] | None:
             if raw is None:
                 continue
             value = parse_json_or_text(raw) if isinstance(raw, str) else raw
-            if isinstance(value, list):
+            if isinstance(value, (list, tuple)):
                 found = True
-                for item in value:
-                    if isinstance(item, str):
-                        item = parse_json_or_text(item)
-                    if isinstance(item, dict):
-                        fn = item.get("function") if isinstance(item.get("function"), dict) else item
-                        if fn.get("name"):
-                            names.add(str(fn["name"]))
-    return names if found else None
+                declared.update(detectors.declared_tools(value))
+    return declared if found else None
 
 
 def compute(run: Run, graph: Graph) -> Lifecycle:
+    """A run's lifecycle, pass by pass (each pass's docstring says what it adds)."""
     life = Lifecycle()
+    has_definitions, restating, raised_others = _recorded(run, life)
+    definitions = tool_definitions(run) if has_definitions else None
+    _dropped_context(run, life)  # (first: a step's context is checked before its decision, as online)
+    _tool_origins(run, life, definitions)
+    _chat_origins(run, life)
+    _framework_origins(life, restating, raised_others)
+    _degenerate_flows(run, graph, life)
+    _loops(run, life)
+    _fabricated(run, life)
+    _unsupported_answer(run, life, definitions)
+    _retries(run, graph, life)
+    _propagate(graph, life, run)
+    return life
+
+
+def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Span]]:
+    """Origins recorded online; on the way, what the derived passes need (each span looked at
+    once): whether any span records tool definitions, the failures raised spans restate (a
+    framework span whose tool or model call raised: the child is the origin, one error is not
+    two), and the framework spans that raised (`_raised`): of the spans that are neither tools
+    nor model calls, only those can be a derived origin."""
     root = run.root
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
     states = life.states
-    # 1. origins recorded online; on the way, what the derived checks need (each span looked at
-    # once): whether any span records tool definitions, the failures raised spans restate (a
-    # framework span whose tool or model call raised: the child is the origin, one error is not
-    # two), and the framework spans that raised (`_raised`): of the spans that are
-    # neither tools nor model calls, only those can be a derived origin
     restating: dict[str, str] = {}
     raised_others: list[Span] = []
     has_definitions = False
@@ -276,28 +293,29 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
                 restating.setdefault(span.parent_id, "model call")
         else:
             raised_others.append(span)
-    definitions = tool_definitions(run) if has_definitions else None
-    # 2. derived origins of tools, model calls and framework spans that raised (each span's own:
-    # the order they are looked at in changes nothing)
+    return has_definitions, restating, raised_others
+
+
+def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> None:
+    """Each tool span: the request behind it checked (`_model_made`), then its own failure."""
     for span in run.tools:
-        name = span.attributes.get(GEN_AI_TOOL_NAME)
-        if _arguments_malformed(span, life):
-            _derived_origin(life, span, ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON")
-        elif definitions is not None and name and str(name) not in definitions:
-            _derived_origin(life, span, ErrorType.UNKNOWN_TOOL.value,
-                            f"tool {name} is not among the tools the model was given")
-        else:
-            etype, was_derived = tool_error_type(span)
-            if etype:
-                reason = "tool outcome" if not was_derived else "tool status/result"
-                evidence = span.attributes.get(ERROR_EVIDENCE)
-                if evidence:
-                    reason = f"tool result: {evidence}"
-                elif _raised(span):
-                    kind, reason = exception_reason(span)
-                    if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
-                        etype = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
-                _derived_origin(life, span, etype, reason, was_derived)
+        _model_made(run, life, span, definitions)
+        etype, was_derived = tool_error_type(span)
+        if etype:
+            reason = "tool outcome" if not was_derived else "tool status/result"
+            evidence = span.attributes.get(ERROR_EVIDENCE)
+            if evidence:
+                reason = f"tool result: {evidence}"
+            elif _raised(span):
+                kind, reason = exception_reason(span)
+                if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
+                    etype = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
+            _derived_origin(life, span, etype, reason, was_derived)
+
+
+def _chat_origins(run: Run, life: Lifecycle) -> None:
+    """Model calls that failed (`llm_error`) or were cut at the length limit (`truncated_output`)."""
+    tool_ids = run.tool_ids
     for span in run.chats:
         if span.span_id in tool_ids:
             continue  # (a span that is both was looked at as a tool)
@@ -307,10 +325,13 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
             reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
             if isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 _derived_origin(life, span, ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length")
+
+
+def _framework_origins(life: Lifecycle, restating: dict[str, str], raised_others: list[Span]) -> None:
+    """A framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
+    running the model's code), typed by its exception; when a tool (or model call) under it
+    raised, its exception restates that one's: the child is the origin, the span propagates."""
     for span in raised_others:
-        # a framework span that failed while carrying out a decision (e.g. smolagents' "Step N"
-        # running the model's code): the exception type says what kind of error it was. When
-        # a tool (or model call) under it raised, its exception restates that one's: the child is the origin.
         if span.span_id in restating:
             st = life.state(span.span_id)
             st.reason = f"restates the exception of a {restating[span.span_id]} it ran"
@@ -320,12 +341,53 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
         kind, evidence = exception_reason(span)
         _derived_origin(life, span, KIND_ERROR_TYPE.get(kind, ErrorType.TOOL_EXCEPTION.value),
                         f"exception on a framework span: {evidence}")
-    _loops(run, life)
-    _unsupported_answer(run, life, definitions)
-    _dropped_context(run, life)
-    _retries(run, graph, life)
-    _propagate(graph, life, run)
-    return life
+
+
+def _degenerate_flows(run: Run, graph: Graph, life: Lifecycle) -> None:
+    """Data-flow origins: a failed tool call whose argument `k` has a degenerate value (zero,
+    empty, null, a sentinel) that an earlier tool's result gave under the same key `k`: the value
+    flowed (a derived `data` edge) and its producer is the origin (`degenerate_value`); the failed
+    call is where it showed."""
+    failed = [t for t in run.tools if t.span_id in life.origins]
+    if not failed:
+        return
+    for tool in failed:
+        arguments = parse_json_or_text(tool.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+        if not isinstance(arguments, dict):
+            continue
+        for key, value in arguments.items():
+            if not _is_degenerate(value):
+                continue
+            producer = next((p for p in reversed(run.tools) if p.start_ns < tool.start_ns
+                             and _gives(p, key, value)), None)
+            if producer is None:
+                continue
+            graph.add(tool.span_id, producer.span_id, Relation.DATA.value)
+            _derived_origin(life, producer, DEGENERATE_VALUE,
+                            f"returned {key}={value!r}, which {tool_name_of(tool)} then used and failed on")
+            break
+
+
+def _is_degenerate(value: Any) -> bool:
+    return not isinstance(value, bool) and any(value == d and type(value) is type(d) for d in _DEGENERATE) \
+        or value == [] or value == {}
+
+
+def _gives(span: Span, key: str, value: Any) -> bool:
+    """Whether a tool's result (JSON) holds `key` with exactly `value`, at any depth."""
+    result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+    if not isinstance(result, str) or f'"{key}"' not in result:
+        return False
+    stack = [parse_json_or_text(result)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if key in node and node[key] == value and type(node[key]) is type(value):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, inferred: bool = True) -> None:
@@ -340,6 +402,42 @@ def _derived_origin(life: Lifecycle, span: Span, error_type: str, reason: str, i
         st.derived = inferred
     st.phase = st.phase if st.phase in (_ORIGIN, _CRITICAL) else _ORIGIN
     st.reason = reason
+
+
+def decider_of(run: Run, span: Span) -> Span:
+    """The step whose decision requested a tool span (its parent step), else the span itself."""
+    parent = run.spans.get(span.parent_id or "")
+    return parent if parent is not None and parent.span_id in run.step_ids else span
+
+
+def _model_made(run: Run, life: Lifecycle, span: Span, definitions: dict[str, Any] | None) -> None:
+    """The request behind a tool span, checked as the recorder checks it (`detectors`): malformed
+    arguments, a tool the model was not given, arguments against the declared schema. The origin
+    is the decision that made the call; the tool span is its evidence (`evidence_tools`)."""
+    name = span.attributes.get(GEN_AI_TOOL_NAME)
+    if _arguments_malformed(span, life):
+        error_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
+    elif definitions is None or not name:
+        return
+    elif str(name) not in definitions:
+        error_type, reason = ErrorType.UNKNOWN_TOOL.value, f"tool {name} is not among the tools the model was given"
+    else:
+        parameters = definitions[str(name)]
+        if not isinstance(parameters, dict):
+            return
+        text = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+        if not isinstance(text, str):
+            return  # arguments not captured: nothing to check
+        arguments = life.parsed_arguments.get(span.span_id, _UNPARSED)
+        if arguments is _UNPARSED:
+            arguments = detectors.parse_arguments(text)
+        problems = detectors.argument_problems(arguments, parameters)
+        if not problems:
+            return
+        error_type, reason = ErrorType.INVALID_ARGUMENTS.value, f"arguments of {name} violate its schema: " + "; ".join(problems)
+    decider = decider_of(run, span)
+    _derived_origin(life, decider, error_type, reason)
+    life.evidence_tools.setdefault(decider.span_id, span.span_id)
 
 
 def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
@@ -381,11 +479,7 @@ def _call_key(span: Span, args: Any = _UNPARSED, name: str | None = None) -> tup
     attributes = span.attributes
     if args is _UNPARSED:
         args = parse_json_or_text(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
-    try:
-        canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
-        canon = str(args)
-    return tool_name_of(span) if name is None else name, canon
+    return detectors.call_key(tool_name_of(span) if name is None else name, args)
 
 
 def tool_name_of(span: Span) -> str:
@@ -394,29 +488,29 @@ def tool_name_of(span: Span) -> str:
 
 
 def _loops(run: Run, life: Lifecycle) -> None:
-    if len(run.tools) < LOOP_THRESHOLD:
-        return  # too few calls to repeat one LOOP_THRESHOLD times
+    """`detectors.loop_reached` over the run's tool spans, each standing for the request that made
+    it, counting the earlier calls that did not fail; the origin is the deciding step."""
+    threshold = detectors.loop_threshold()
+    if threshold <= 0 or len(run.tools) < threshold:
+        return  # too few calls to repeat one `threshold` times
     if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
     origins = life.origins
-    calls, names = run.tools, run.tool_names
-    if origins:  # repeating a failed call is a retry (TOOL_RETRY_EXCEEDED's business), not a loop
-        kept = [i for i, t in enumerate(calls) if t.span_id not in origins]
-        calls, names = [calls[i] for i in kept], [names[i] for i in kept]
+    names = run.tool_names
     per_name = count(names)
-    counts: dict[tuple[str, str], int] = {}
+    ok_before: dict[tuple[str, str], int] = {}
     call_key = life.call_key
-    for tool, name in zip(calls, names):
-        if per_name[name] < LOOP_THRESHOLD:
+    for tool, name in zip(run.tools, names):
+        if per_name[name] < threshold:
             continue  # too few calls of this tool to loop: no need to canonicalize its arguments
         key = call_key(tool, name)
-        counts[key] = counts.get(key, 0) + 1
-        if counts[key] == LOOP_THRESHOLD:
-            parent = run.spans.get(tool.parent_id or "")
-            target = parent if parent is not None and parent in run.steps else tool
-            _mark(life, target, _LOOP_DETECTED,
-                  f"{key[0]} called {LOOP_THRESHOLD} times with the same arguments")
+        done, failed = ok_before.get(key, 0), tool.span_id in origins
+        if detectors.loop_reached(done, threshold):
+            target = decider_of(run, tool)
+            _mark(life, target, _LOOP_DETECTED, f"{key[0]} called {threshold} times with the same arguments")
             life.state(target.span_id).flags.add("loop_detected")
+        if not failed:
+            ok_before[key] = done + 1
 
 
 FINAL_ANSWER_TOOL = re.compile(r"^(?:final[_ ]?answer|FinalAnswerTool)$", re.IGNORECASE)
@@ -427,7 +521,8 @@ def _is_final_answer_tool(span: Span) -> bool:
 
 
 def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) -> None:
-    """A final answer no tool result supports (`fabricated_value`, derived).
+    """A final answer no tool result supports (`unsupported_answer`, analyzer only: weaker than
+    `fabricated_value`, which names values never received).
 
     The agent provably had tools: it delivered its answer through a final-answer tool
     (`final_answer`, smolagents' `FinalAnswerTool`), or tool definitions are recorded. Yet the run
@@ -461,7 +556,7 @@ def _unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None)
         reason += f"; its own plan named {', '.join(sorted(planned))}, which it never called"
     else:
         reason += "; low confidence (a suspicion): nothing in the trace says the task needed a tool"
-    _mark(life, decider, ErrorType.FABRICATED_VALUE.value, reason)
+    _mark(life, decider, UNSUPPORTED_ANSWER, reason)
     life.state(decider.span_id).flags.add(PLAN_NAMED_TOOL if planned else SUSPICION)
 
 
@@ -490,19 +585,145 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
     return set().union(*(mentioned(text, given) for text in outputs)) if outputs else set()
 
 
+def _new_messages(step: Span) -> list[tuple[str, str, str | None]]:
+    """(hash, role, text content) of the messages a step's context showed first
+    (`agent_trace.context.new_messages`, with content capture)."""
+    raw = step.attributes.get(NEW_MESSAGES)
+    items = parse_json_or_text(raw) if raw is not None else None
+    out = []
+    for item in items if isinstance(items, list) else ():
+        message = item.get("message") if isinstance(item, dict) else None
+        if isinstance(message, dict):
+            content = message.get("content")
+            out.append((str(item.get("hash") or ""), str(message.get("role") or ""),
+                        content if isinstance(content, str) else None))
+    return out
+
+
+def _received(run: Run) -> tuple[set[str], dict[str, str]]:
+    """What the run's model saw, as the recorder indexes it: the distinctive values of user,
+    system, developer and tool messages (the steps' new messages), of tool results and of the
+    run's own tool arguments; and the role of each message hash. Empty without captured content."""
+    known: set[str] = set()
+    roles: dict[str, str] = {}
+    for step in run.steps:
+        for digest, role, content in _new_messages(step):
+            if digest:
+                roles[digest] = role
+            if role in detectors.RECEIVED_ROLES and content:
+                known |= detectors.distinctive_values(content)
+    for tool in run.tools:  # results, and the arguments the run itself used (`detectors.fabricated_values`)
+        for key in (GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_CALL_ARGUMENTS):
+            text = tool.attributes.get(key)
+            if isinstance(text, str) and text:
+                known |= detectors.distinctive_values(text)
+    return known, roles
+
+
+def unseen_argument_values(run: Run, tool: Span) -> list[str]:
+    """Values of a tool call's arguments the model had never seen when it decided the call: in
+    no user, system or developer message or tool result of the steps up to the deciding one, nor
+    in an earlier tool's result, and not derived from their numbers (`detectors.fabricated_values`).
+    Empty when the run did not capture its messages (nothing to compare with)."""
+    arguments = tool.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    index = run.step_index_of(tool)
+    if not isinstance(arguments, str) or not arguments or index is None:
+        return []
+    known: set[str] = set()
+    captured = False
+    for step in run.steps:
+        step_index = step.attributes.get(STEP_INDEX)
+        if not isinstance(step_index, int) or step_index > index:
+            continue
+        for _, role, content in _new_messages(step):
+            captured = True
+            if role in detectors.RECEIVED_ROLES and content:
+                known |= detectors.distinctive_values(content)
+    if not captured:
+        return []
+    for other in run.tools:
+        result = other.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+        if other.start_ns < tool.start_ns and isinstance(result, str) and result:
+            known |= detectors.distinctive_values(result)
+    return detectors.fabricated_values(arguments, known)
+
+
+def _received_once(run: Run, life: Lifecycle) -> tuple[set[str], dict[str, str]]:
+    if life.received is None:
+        life.received = _received(run)
+    return life.received
+
+
+def answer_text(run: Run, step: Span) -> str | None:
+    """The final answer a step's model call returned (`gen_ai.output.messages`), if recorded."""
+    for chat in run.chats:
+        if chat.parent_id == step.span_id:
+            raw = chat.attributes.get(GEN_AI_OUTPUT_MESSAGES)
+            if raw is not None:
+                texts = [m.content for m in semconv_messages(raw) if m.content]
+                return "\n".join(texts)
+    return None
+
+
+def _fabricated(run: Run, life: Lifecycle) -> None:
+    """`fabricated_value`, as the recorder checks it (`detectors.fabricated_values`): values of a
+    final answer (a step of kind `final`) the model never received. Needs captured content. On
+    the way, `Lifecycle.verifiable` of the run's last answer (the reliability metrics')."""
+    finals = [s for s in run.steps if s.attributes.get(STEP_KIND) == "final"]
+    if not finals:
+        return
+    known: set[str] | None = None
+    results: set[str] | None = None
+    for step in finals:
+        answer = answer_text(run, step)
+        if not answer or not detectors.distinctive_values(answer):
+            life.verifiable = None
+            continue  # nothing in it to check (the common case needs no look at the context)
+        if results is None:
+            results = _tool_results(run)
+        unverified = detectors.fabricated_values(answer, results)
+        if step is run.steps[-1]:
+            life.verifiable = not unverified
+        if not unverified:
+            continue  # every value is in (or derived from) the results: in all that was seen too
+        if known is None:
+            known = _received_once(run, life)[0]
+        values = detectors.fabricated_values(answer, known)
+        if values:
+            _mark(life, step, ErrorType.FABRICATED_VALUE.value,
+                  f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "
+                  "the instructions or a tool result")
+
+
+def _tool_results(run: Run) -> set[str]:
+    """The distinctive values of the run's tool results."""
+    out: set[str] = set()
+    for tool in run.tools:
+        text = tool.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+        if isinstance(text, str) and text:
+            out |= detectors.distinctive_values(text)
+    return out
+
+
 def _dropped_context(run: Run, life: Lifecycle) -> None:
+    """`context_dropped`, as the recorder checks it (`detectors`): messages of the previous step's
+    context gone from this one, an error when one was a system or developer message. Roles come
+    from the captured new messages; a lost message of unknown role counts (no content captured)."""
     previous: list[str] | None = None
+    roles: dict[str, str] | None = None
     for step in run.steps:
         hashes = step.attributes.get(CONTEXT_MESSAGE_HASHES)
         if not isinstance(hashes, list):
             previous = None
             continue
         if previous is not None and hashes[:len(previous)] != previous:  # (a context that grew lost nothing)
-            current = set(hashes)
-            lost = [h for h in previous if h not in current]
+            lost = detectors.dropped_messages(previous, hashes)
             if lost:
-                _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
-                      f"{len(lost)} message(s) of the previous step's context are missing")
+                if roles is None:
+                    roles = _received_once(run, life)[1]
+                if not roles or detectors.drops_instructions(roles.get(h, "system") for h in lost):
+                    _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
+                          f"{len(lost)} message(s) of the previous step's context are missing")
         previous = hashes
 
 

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
-from otel_agent_trace.analyzer.lifecycle import Lifecycle, compute
+from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import ERROR_TYPE, GEN_AI_TOOL_NAME, STRONG_RELATIONS, ErrorType, Phase, Relation
+from otel_agent_trace.model import (ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STRONG_RELATIONS, ErrorType, Phase,
+                                    Relation)
 
 STATUS_ERROR = 2
 WEAK_HOP_FACTOR = 0.9
@@ -85,6 +86,8 @@ class Finding:
     # origin span id -> the decision (step) that read it: where a failure of the tool or the
     # environment became the model's problem (the first propagate hop of its chain)
     readers: dict[str, Span] = field(default_factory=dict)
+    # the run ended with an answer that depends on an unrecovered, proven error (status `suspect`)
+    answer_suspect: bool = False
 
 
 def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
@@ -129,6 +132,7 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
         if reader is not None:
             finding.readers[sid] = reader
     if critical is None:
+        _suspect_answer(finding, run, graph, life, live_ids)
         return finding
     finding.critical = critical
     finding.critical_error_type = error_type_of(critical, life) or (
@@ -169,6 +173,32 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
     finding.chain = top.chain
     finding.confidence = top.confidence
     return finding
+
+
+def _suspect_answer(finding: Finding, run: Run, graph: Graph, life: Lifecycle, live_ids: set[str]) -> None:
+    """A run no rule failed whose answer depends on an error: the walk of step 3 from the step that
+    answered reaches an unrecovered origin that is proven (not a `suspicion`). Then the run is
+    `suspect`, with origin and chain as a failed run's, the answering step in the critical's place."""
+    proven = {s for s in live_ids if SUSPICION not in life.states[s].flags} if live_ids else set()
+    if not proven or not run.steps:
+        return
+    answer = run.steps[-1]
+    kind = answer.attributes.get(STEP_KIND)
+    if kind is not None and kind != "final":
+        return  # the run stopped on a tool call or a truncated output: no answer to suspect
+    dist, parent = _walk(graph, life, answer.span_id, proven)
+    reached = sorted((s for s in dist if s in proven), key=lambda s: (dist[s], run.spans[s].start_ns, s))
+    if not reached:
+        return
+    roots = [s for s in reached if not (_upstream(graph, life, s, proven) & (set(reached) - {s}))] or reached
+    origin = min(roots, key=lambda s: (run.spans[s].start_ns, s))
+    finding.answer_suspect = True
+    finding.origin = run.spans[origin]
+    finding.origin_error_type = error_type_of(finding.origin, life)
+    finding.chain = _chain(run, life, parent, origin, answer.span_id)
+    finding.chains = [finding.chain]
+    finding.evidence.append(f"the answer of {answer.name} depends on {finding.origin.name} "
+                            f"({finding.origin_error_type}), which nothing recovered")
 
 
 def reader_of(run: Run, graph: Graph, span: Span, life: Lifecycle | None = None) -> Span | None:

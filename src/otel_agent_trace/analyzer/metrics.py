@@ -14,6 +14,17 @@
 * `cost_per_run`: mean cost when a price table is given (`prices`: model -> USD per million
   input/output tokens), else null.
 * `failures`: failed runs counted by origin error type and by bug class.
+
+`reliability` (seed 003):
+* `task_success_rate`: runs with status `ok` / runs (failed and suspect runs are not successes);
+* `partial_completion`: in failed runs, steps that succeeded (neither an origin nor tainted by one)
+  / their steps;
+* `recoverability`: per error type, origins a retry recovered / origins;
+* `verifiability`: final answers whose numbers and ids all trace back to tool results (found in
+  them, or derived from their numbers: `detectors.fabricated_values`) / final answers that hold
+  any such value (answers without content or without values are not counted);
+* `cost_within_budget`: runs whose cost (the price table's) is at most `--budget-usd` / runs
+  with a cost; null without a budget or without costs.
 """
 
 from __future__ import annotations
@@ -132,6 +143,11 @@ class RunMetrics:
     tokens_in: int
     tokens_out: int
     per_model: dict[str, tuple[int, int]]
+    status: str = "ok"  # the report's: ok | failed | suspect
+    steps_ok: int = 0  # steps neither an origin nor tainted by one
+    origins_by_type: dict[str, int] | None = None
+    recovered_by_type: dict[str, int] | None = None
+    verifiable: bool | None = None  # the final answer's values all trace back to tool results
 
 
 def run_metrics(f: Finding) -> RunMetrics:
@@ -163,17 +179,63 @@ def run_metrics(f: Finding) -> RunMetrics:
                                             if sid in run.spans)) or \
             any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
     tin, tout, per_model = tokens(run)
+    status = "failed" if f.failed else "suspect" if f.answer_suspect else "ok"
+    origins_by_type: dict[str, int] = {}
+    recovered_by_type: dict[str, int] = {}
+    tainted = life.tainted if life else set()
+    recovered_ids = {s.span_id for s in f.recovered}
+    for sid in origins:
+        etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
+        origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
+        if sid in recovered_ids:
+            recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
+    steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
-                      complete_chain(run), tin, tout, per_model)
+                      complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
+                      life.verifiable if life else None)
 
 
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:
     return combine([run_metrics(f) for f in findings], prices)
 
 
-def combine(per_run: Iterable[RunMetrics], prices: dict[str, Any] | None = None) -> dict[str, Any]:
+def combine(per_run: Iterable[RunMetrics], prices: dict[str, Any] | None = None,
+            budget_usd: float | None = None) -> dict[str, Any]:
     """The fleet metrics from every run's `RunMetrics`."""
     per_run = list(per_run)
+    out = _fleet(per_run, prices)
+    out["reliability"] = reliability(per_run, prices, budget_usd)
+    return out
+
+
+def reliability(per_run: list[RunMetrics], prices: dict[str, Any] | None, budget_usd: float | None) -> dict[str, Any]:
+    """Seed 003's reliability metrics (see the module docstring)."""
+    runs = len(per_run)
+    failed = [m for m in per_run if m.status == "failed"]
+    failed_steps = sum(m.steps for m in failed)
+    origins: Counter[str] = Counter()
+    recovered: Counter[str] = Counter()
+    for m in per_run:
+        origins.update(m.origins_by_type or {})
+        recovered.update(m.recovered_by_type or {})
+    answers = [m.verifiable for m in per_run if m.verifiable is not None]
+    costs = [run_cost(m.per_model, prices) for m in per_run] if prices else []
+    costs = [c for c in costs if c is not None]
+    return {
+        "task_success_rate": round(sum(m.status == "ok" for m in per_run) / runs, 4) if runs else 0.0,
+        "partial_completion": round(sum(m.steps_ok for m in failed) / failed_steps, 4) if failed_steps else None,
+        "recoverability": {t: {"errors": n, "recovered": recovered[t], "rate": round(recovered[t] / n, 4)}
+                           for t, n in sorted(origins.items())},
+        "verifiability": round(sum(answers) / len(answers), 4) if answers else None,
+        "verifiable_answers": len(answers),
+        "cost_within_budget": (round(sum(c <= budget_usd for c in costs) / len(costs), 4)
+                               if budget_usd is not None and costs else None),
+        "budget_usd": budget_usd,
+    }
+
+
+def _fleet(per_run: list[RunMetrics], prices: dict[str, Any] | None) -> dict[str, Any]:
+    """Seed 000's fleet metrics."""
     steps = [m.steps for m in per_run]
     runs = len(per_run)
     tool_calls: Counter[str] = Counter()

@@ -43,6 +43,10 @@ class Run:
         else its span name), read once per run."""
         return [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in self.tools]
 
+    @cached_property
+    def step_ids(self) -> frozenset[str]:
+        return frozenset(s.span_id for s in self.steps)
+
     @property
     def agent(self) -> str | None:
         return self.root.attr(GEN_AI_AGENT_NAME)

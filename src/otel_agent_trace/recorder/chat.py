@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from otel_agent_trace.recorder.handler import Handler
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
 # messages whose values the model legitimately received (the fabrication check's ground truth)
 _RECEIVED_ROLES = ("user", "system", "developer", "tool")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
@@ -115,7 +116,7 @@ def open_chat(handler: "Handler", run: RunInvocation, request: ChatRequest, hash
         f"{OP_CHAT} {request.model}" if request.model else OP_CHAT,
         context=trace.set_span_in_context(step.span),
         kind=SpanKind.CLIENT,
-        attributes=_request_attributes(request),
+        attributes=_request_attributes(request, handler, run),
     )
     return ChatInvocation(handler, run, step, span, request)
 
@@ -172,12 +173,20 @@ def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
     return False
 
 
-def _request_attributes(request: ChatRequest) -> dict[str, Any]:
+def _request_attributes(request: ChatRequest, handler: "Handler", run: RunInvocation) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         GEN_AI_OPERATION_NAME: OP_CHAT,
         GEN_AI_PROVIDER_NAME: request.provider,
         GEN_AI_SYSTEM: request.provider,
     }
+    # the tools the model was given (content: the analyzer checks unknown tools and arguments
+    # against them offline), written when the run's list changes: providers hand the same list
+    # object while it does not (providers/_translate.plain_tools), so most steps skip it
+    if request.tools and request.tools is not run.tools_recorded:
+        definitions = handler.content_json(request.tools)
+        if definitions is not None:
+            attributes[GEN_AI_TOOL_DEFINITIONS] = definitions
+            run.tools_recorded = request.tools
     if request.model:
         attributes[GEN_AI_REQUEST_MODEL] = request.model
     params = request.params

@@ -1,4 +1,5 @@
-"""Guards: what the recorder checks at each decision, and the phases they set.
+"""Guards: what the recorder checks at each decision, and the phases they set. Each check is a
+call into `detectors.py`, the definitions the analyzer applies offline too.
 
 - before an LLM call: budgets (steps, seconds, tokens), `record` or `raise`;
 - on a request: `context_dropped` (a message of the previous step is gone);
@@ -15,20 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import Status, StatusCode
 
-from otel_agent_trace import hashing, schema
+from otel_agent_trace import detectors, hashing, schema
 from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.model import (
     ERROR_TYPE,
-    INSTRUCTION_ROLES,
     LIFECYCLE_PHASE,
     LOOP_COUNT,
+    Outcome,
     ChatRequest,
     ChatResponse,
     ErrorType,
     Phase,
     parse_json_or_text,
 )
-from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.recorder.state import StepState
 
 if TYPE_CHECKING:  # the handler hands itself and the run in
@@ -43,10 +43,12 @@ VALIDATION_ERRORS = "agent_trace.validation.errors"
 
 
 def mark_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
-    """A new error appears in this step's decision or context."""
-    step.span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
-    step.span.set_attribute(ERROR_TYPE, error_type.value)
-    step.phase = Phase.ORIGIN.value
+    """A new error appears in this step's decision or context. The step's error type is the first
+    it made (as the analyzer keeps it); its events name every one."""
+    if step.phase != Phase.ORIGIN.value:
+        step.span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
+        step.span.set_attribute(ERROR_TYPE, error_type.value)
+        step.phase = Phase.ORIGIN.value
     step.span.add_event(error_type.value, event or None)
 
 
@@ -88,14 +90,13 @@ def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str
     previous = [h[: hashing.SHORT] for h in run.last_request_hashes]
     if not previous:
         return
-    present = set(short_hashes)
-    dropped = [h for h in previous if h not in present]
+    dropped = detectors.dropped_messages(previous, short_hashes)
     if not dropped:
         return
     roles = [run.message_roles.get(h, "unknown") for h in dropped]
     step.span.set_attribute(DROPPED_HASHES, dropped)
     step.span.set_attribute(DROPPED_ROLES, roles)
-    if any(r in INSTRUCTION_ROLES for r in roles):
+    if detectors.drops_instructions(roles):
         mark_origin(step, ErrorType.CONTEXT_DROPPED, **{DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
     else:  # a sliding window over old turns is common: worth an event, not an error
         step.span.add_event(ErrorType.CONTEXT_DROPPED.value, {DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
@@ -104,30 +105,33 @@ def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str
 # --- on a response -----------------------------------------------------------------------------
 def check_tool_calls(recorder: Recorder, run: RunState, step: StepState, request: ChatRequest,
                      response: ChatResponse) -> None:
-    declared = {}
-    for tool in request.tools:
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and function.get("name"):
-            declared[function["name"]] = function.get("parameters")
+    declared = detectors.declared_tools(request.tools)
     threshold = recorder.config.loop_threshold
     for call in response.tool_calls:
-        arguments = parse_json_or_text(call.arguments) if call.arguments else {}
+        arguments = detectors.parse_arguments(call.arguments)
         if declared and call.name not in declared:
             mark_origin(step, ErrorType.UNKNOWN_TOOL, **{"gen_ai.tool.name": call.name,
                                                          "gen_ai.tool.call.id": call.id})
-        elif declared:
-            problems = (["$: arguments are not a JSON object"] if not isinstance(arguments, dict)
-                        else schema.errors(arguments, declared[call.name]))
+        else:
+            problems = (detectors.argument_problems(arguments, declared[call.name]) if declared
+                        else ["$: arguments are not valid JSON"] if detectors.malformed_arguments(call.arguments) else [])
             if problems:
                 mark_origin(step, ErrorType.INVALID_ARGUMENTS, **{"gen_ai.tool.name": call.name,
                                                                   "gen_ai.tool.call.id": call.id,
                                                                   VALIDATION_ERRORS: problems})
-        key = (call.name, hashing.value_key(arguments))
-        run.call_counts[key] += 1
-        count = run.call_counts[key]
-        if threshold > 0 and count == threshold:
-            step.span.set_attribute(LOOP_COUNT, count)
-            mark_origin(step, ErrorType.LOOP_DETECTED, **{"gen_ai.tool.name": call.name, LOOP_COUNT: count})
+        key = detectors.call_key(call.name, arguments)
+        run.call_counts[key] += 1  # every request: only a key requested `threshold` times can loop
+        if threshold > 0 and run.call_counts[key] >= threshold:
+            ok_before = _ok_calls(run, key)
+            if detectors.loop_reached(ok_before, threshold):
+                step.span.set_attribute(LOOP_COUNT, threshold)
+                mark_origin(step, ErrorType.LOOP_DETECTED, **{"gen_ai.tool.name": call.name, LOOP_COUNT: threshold})
+
+
+def _ok_calls(run: RunState, key: tuple[str, str]) -> int:
+    """Executed calls of the run with this `call_key` whose results were not errors."""
+    return sum(1 for r in run.records if r.outcome is Outcome.OK and r.name == key[0]
+               and detectors.call_key(r.name, detectors.parse_arguments(r.arguments)) == key)
 
 
 # --- on a final answer -------------------------------------------------------------------------
@@ -138,28 +142,11 @@ def check_final_answer(recorder: Recorder, run: RunState, step: StepState, conte
         step.span.add_event(ErrorType.FINAL_ANSWER_INVALID.value, {VALIDATION_ERRORS: problems})
         step.span.set_attribute(VALIDATION_ERRORS, problems)
         mark_run_critical(run, ErrorType.FINAL_ANSWER_INVALID, "final answer invalid: " + "; ".join(problems))
-    unseen = distinctive_values(text) - run.known_values
-    fabricated = sorted(k[2:] for k in unseen if not _derived(k, run.known_values))
+    used = [detectors.distinctive_values(r.arguments) for r in run.records if r.arguments]
+    fabricated = detectors.fabricated_values(text, run.known_values.union(*used) if used else run.known_values)
     if fabricated:
         step.span.set_attribute(FABRICATED_VALUES, fabricated)
         mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})
-
-
-def _derived(key: str, known: set[str]) -> bool:
-    """A number the model could have computed from what it saw: a small multiple of a known
-    number (2 x 12.5) or the sum of two known numbers. Anything else unseen is fabricated."""
-    if not key.startswith("n:"):
-        return False
-    value = float(key[2:])
-    numbers = [float(k[2:]) for k in known if k.startswith("n:")]
-    if len(numbers) > 2000:  # keep the check cheap on huge runs
-        numbers = numbers[:2000]
-    for x in numbers:
-        ratio = value / x
-        if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
-            return True
-    present = set(numbers)
-    return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
 def _validation_problems(recorder: Recorder, run: RunState, text: str) -> list[str]:

@@ -80,6 +80,7 @@ class RunInvocation(Invocation):
         self.budget_exceeded: str | None = None
         self.answered_ns: int | None = None  # when the model last gave a final answer
         self.last_active_ns = time.time_ns()
+        self.tools_recorded: Any = None  # the tool list last written as gen_ai.tool.definitions
         self.thread: int | None = None  # the thread of its latest LLM call (implicit runs' end)
         self.lock = threading.RLock()
         self._run_token: Any = None

@@ -16,7 +16,7 @@ that runs.py, graph.py and locate.py work on them unchanged:
 - the tool: `gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id` (when
   known), `gen_ai.tool.call.arguments|result`, the step index of the deciding step, and
   `agent_trace.tool.outcome`: `exception` (or `timeout`) from an exception event or error status,
-  else `model.classify_result` of the result, else an error banner in the head of the result
+  else `detectors.classify_result` of the result, else an error banner in the head of the result
   text (`evidence.result_error`: HTTP 4xx/5xx page or client error, rate limit, missing file,
   connection failure, timeout, traceback; the matched line goes to `agent_trace.error.evidence`);
   a tool whose result was not recorded counts `ok`.
@@ -43,6 +43,7 @@ from collections import defaultdict
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
 from otel_agent_trace.analyzer.normalize.evidence import result_error
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
     DEPENDS_ON,
     DEPENDS_ON_RELATIONS,
@@ -66,7 +67,6 @@ from otel_agent_trace.model import (
     ErrorType,
     Outcome,
     Relation,
-    classify_result,
 )
 
 STATUS_ERROR = 2

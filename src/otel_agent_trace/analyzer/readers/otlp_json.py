@@ -15,9 +15,11 @@ Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
 Speed (NOTES.md: object creation, not disk, is the bound): a record is first decoded with msgspec
 into the typed Structs of `otlp_typed` (the common shape only: no dict per key/value wrapper),
 then read by `_typed_spans`. Anything that shape refuses, or that `_typed_spans` would read
-differently, goes to the orjson path: `orjson.loads`, then a fast path that assumes well-formed
-spans and falls back to a careful path per span only when the fast one raises. Both paths build
-the same spans (tests/analyzer_inputs/test_reader_typed.py).
+differently, goes to the careful path: `orjson.loads`, then each span read field by field,
+reporting what is wrong and keeping what is usable. Both paths build the same spans
+(tests/analyzer_inputs/test_reader_typed.py, test_reader_paths.py). (A third path, orjson with a
+"fast" reader of well-formed spans, was folded into the careful one: the typed path reads every
+well-formed record, so it only ever saw the uncommon shapes.)
 """
 
 from __future__ import annotations
@@ -205,10 +207,8 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
         if not isinstance(rs, dict):
             report.bad(line, "resourceSpans entry is not an object")
             continue
-        try:
-            resource = attributes_of((rs.get("resource") or {}).get("attributes"))
-        except Exception:  # noqa: BLE001
-            resource = _attributes_careful((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict) else None, line, report, "resource")
+        resource = _attributes_careful((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict)
+                                       else None, line, report, "resource")
         scope_spans = rs.get("scopeSpans")
         if scope_spans is None:
             scope_spans = rs.get("scope_spans", rs.get("instrumentationLibrarySpans"))
@@ -223,61 +223,16 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
                     report.bad(line, "scopeSpans entry without a spans list")
                 continue
             for raw in spans:
-                try:
-                    append(span_of(raw, resource, source))
-                except Exception:  # noqa: BLE001 - the careful path says what is wrong
-                    span = _span_careful(raw, resource, line, report)
-                    if span is not None:
-                        span.source = source
-                        append(span)
+                span = _span_careful(raw, resource, line, report)
+                if span is not None:
+                    span.source = source
+                    append(span)
     report.spans += len(out)
     return out
 
 
-def span_of(raw: dict[str, Any], resource: dict[str, Any], source: tuple[str, int] | None = None) -> Span:
-    """The fast path: a well-formed span (raises on anything unusual)."""
-    get = raw.get
-    trace_id = get("traceId")
-    span_id = get("spanId")
-    parent = get("parentSpanId")
-    if trace_id is None:
-        trace_id, span_id, parent = raw["trace_id"], raw["span_id"], get("parent_span_id")
-    status = get("status")
-    if status:
-        code = status.get("code", 0)
-        if type(code) is not int or not 0 <= code <= 2:
-            code = _STATUS_NAMES[code]
-        message = status.get("message") or ""
-        if type(message) is not str:
-            raise TypeError("status.message")
-    else:
-        code, message = 0, ""
-    kind = get("kind", 0)
-    if type(kind) is not int or not 0 <= kind <= 5:
-        kind = _KIND_NAMES[kind]
-    name = get("name", "")
-    if type(name) is not str:
-        raise TypeError("name")
-    events = get("events")
-    links = get("links")
-    return Span(
-        _traces_get(trace_id) or _hex(trace_id, 32, _traces), _hex_fresh(span_id, 16),
-        (_spans_get(parent) or _hex(parent, 16, _spans)) if parent else None, name,
-        int(get("startTimeUnixNano") or get("start_time_unix_nano") or 0),
-        int(get("endTimeUnixNano") or get("end_time_unix_nano") or 0),
-        code, message, attributes_of(get("attributes")),
-        [Event(e.get("name", ""), int(e.get("timeUnixNano") or 0), attributes_of(e.get("attributes"))) for e in events]
-        if events else [],
-        [Link(_traces_get(k["traceId"]) or _hex(k["traceId"], 32, _traces),
-              _spans_get(k["spanId"]) or _hex(k["spanId"], 16, _spans), attributes_of(k.get("attributes")))
-         for k in links]
-        if links else [],
-        resource, source, kind,
-    )
-
-
 def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputReport) -> list[Span]:
-    """`_resource_spans` + `span_of` for a record decoded into `otlp_typed` Structs (raises
+    """`_resource_spans` for a record decoded into `otlp_typed` Structs (raises
     ValueError or TypeError where the orjson path would report something: it reads the record)."""
     source = (path, line)
     out: list[Span] = []
@@ -323,8 +278,8 @@ def _lower_hex_ids(spans: list[Span]) -> None:
 
 
 def _attributes_typed(items: list[otlp_typed.KeyValue]) -> dict[str, Any]:
-    """`attributes_of` for decoded KeyValues. A valid AnyValue has exactly one field set: the
-    checks of the other fields are what the orjson path's `len(value) == 1` is here."""
+    """Attributes of decoded KeyValues. A valid AnyValue has exactly one field set: the checks of
+    the other fields stand for the careful path's."""
     out = {}
     for item in items:
         value = item.value
@@ -359,7 +314,7 @@ def _attributes_typed(items: list[otlp_typed.KeyValue]) -> dict[str, Any]:
 
 
 def _value_typed(value: otlp_typed.Scalar, array: otlp_typed.Array | None) -> Any:
-    """`_value_fast` for a decoded AnyValue (`array`: its arrayValue; array elements have none):
+    """A decoded AnyValue's plain value (`array`: its arrayValue; array elements have none):
     raises ValueError unless exactly one field is set, or on a string the orjson path truncates."""
     text, number, real, flag = value.stringValue, value.intValue, value.doubleValue, value.boolValue
     if array is None:
@@ -381,7 +336,7 @@ def _value_typed(value: otlp_typed.Scalar, array: otlp_typed.Array | None) -> An
 
 def _hex(value: Any, chars: int, known: dict[Any, str]) -> str:
     """`_hex_fresh`, remembered in `known` (one dict per id size, so a hit needs no check and
-    costs one `get` in `span_of`): a batch names each trace id and parent id many times."""
+    costs one `get` in `_typed_spans`): a batch names each trace id and parent id many times."""
     text = _hex_fresh(value, chars)
     if len(known) > 1 << 14:
         known.clear()
@@ -407,61 +362,6 @@ _spans_get = _spans.get
 
 
 _fromhex = bytes.fromhex
-
-
-def attributes_of(raw: Any) -> dict[str, Any]:
-    """Attributes of a well-formed list of OTLP KeyValue (raises on anything unusual)."""
-    if not raw:
-        return {}
-    out = {}
-    for item in raw:  # strings, int64-as-string and arrays of strings inline (most values): no call per value
-        value = item["value"]
-        if len(value) == 1:  # (`type(x) is`: cheaper than `x.__class__ is` on 3.11)
-            inner = value.get("stringValue")
-            if type(inner) is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
-                out[item["key"]] = inner
-                continue
-            inner = value.get("intValue")
-            if type(inner) is str:
-                out[item["key"]] = int(inner)
-                continue
-            inner = value.get("arrayValue")
-            if inner is not None:  # ids, hashes, finish reasons: short arrays, where a plain loop
-                strings = []  # beats C-level maps (set(map(...)) costs ~0.5 us per array)
-                for element in inner.get("values") or ():
-                    text = element.get("stringValue")
-                    if type(text) is not str or len(element) != 1:
-                        break
-                    strings.append(text)
-                else:
-                    out[item["key"]] = strings
-                    continue
-        out[item["key"]] = _value_fast(value)
-    return out
-
-
-def _value_fast(value: dict) -> Any:
-    if len(value) != 1:
-        raise ValueError("AnyValue")
-    for kind, inner in value.items():
-        if kind == "stringValue":
-            if inner.__class__ is str and len(inner) <= MAX_ATTRIBUTE_CHARS:
-                return inner
-        elif kind == "intValue":
-            if inner.__class__ is str or inner.__class__ is int:
-                return int(inner)
-        elif kind == "arrayValue":
-            values = inner.get("values")
-            return [_value_fast(v) for v in values] if values else []
-        elif kind == "boolValue":
-            if inner is True or inner is False:
-                return inner
-        elif kind == "doubleValue":
-            if inner.__class__ is float or inner.__class__ is int:
-                return float(inner)
-        else:
-            return any_value(value)
-    raise ValueError("AnyValue")
 
 
 def any_value(value: Any) -> Any:

@@ -42,3 +42,25 @@ def run_key(run: dict[str, Any]) -> tuple[str, str]:
 def examples(groups: dict[Signature, list[dict[str, Any]]]) -> set[tuple[str, str]]:
     """The runs shown in full: the first EXAMPLES_PER_GROUP of each group."""
     return {run_key(r) for members in groups.values() for r in members[:EXAMPLES_PER_GROUP]}
+
+
+def reliability_items(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """Seed 003's reliability metrics (`summary.metrics.reliability`) as (value, label) pairs, the
+    way text, markdown and HTML all show them."""
+    r = m.get("reliability")
+    if not r:
+        return []
+
+    def pct(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.0%}"
+
+    recov = r["recoverability"]
+    errors = sum(v["errors"] for v in recov.values())
+    recovered = sum(v["recovered"] for v in recov.values())
+    per_type = ", ".join(f"{t} {v['recovered']}/{v['errors']}" for t, v in recov.items() if v["errors"])
+    budget = "" if r.get("budget_usd") is None else f" (${r['budget_usd']:g})"
+    return [(pct(r["task_success_rate"]), "task success rate"),
+            (pct(r["partial_completion"]), "partial completion (steps that succeeded in failed runs)"),
+            (f"{recovered}/{errors}", "errors recovered" + (f" ({per_type})" if per_type else "")),
+            (pct(r["verifiability"]), f"verifiable final answers (of {r['verifiable_answers']} with numbers or ids)"),
+            (pct(r["cost_within_budget"]), "runs within budget" + budget)]

@@ -16,7 +16,7 @@ from otel_agent_trace.analyzer.graph import RESULT_OF
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
 from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, Signature, examples,
-                                                   failure_groups, run_key)
+                                                   failure_groups, reliability_items, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.runs import is_step_span, is_tool_span
 from otel_agent_trace.model import GEN_AI_TOOL_NAME, STRONG_RELATIONS, Relation
@@ -131,7 +131,7 @@ def _fleet(m: dict[str, Any], data: dict[str, Any]) -> str:
              (f"{m['wrong_tool_rate']:.0%}", f"wrong-tool rate ({m['tool_calls']} calls)"),
              (f"{m['trace_capture_rate']:.0%}", "trace capture rate"),
              (f"{m['tokens_per_run']['input']:g} / {m['tokens_per_run']['output']:g}", "tokens/run in / out"),
-             ("n/a" if m.get("cost_per_run") is None else f"${m['cost_per_run']:.4f}", "cost/run")]
+             ("n/a" if m.get("cost_per_run") is None else f"${m['cost_per_run']:.4f}", "cost/run")] + reliability_items(m)
     out.append("<div class='cards'>" + "".join(f"<div class='card'><b>{E(v)}</b><span>{E(k)}</span></div>" for v, k in cards)
                + "</div>")
     if m["tool_error_rate"]:
@@ -164,7 +164,9 @@ def run_section(run: dict[str, Any], finding: Finding | None) -> str:
 
 def _run(run: dict[str, Any], finding: Finding | None) -> str:
     failed = run["status"] == "failed"
-    pill = f"<span class='pill p-{'failed' if failed else 'ok'}'>{'FAILED' if failed else 'ok'}</span>"
+    suspect = run["status"] == "suspect"
+    pill = (f"<span class='pill p-{'failed' if failed else 'ok'}'>{'FAILED' if failed else 'ok'}</span>" if not suspect
+            else "<span class='pill p-model_decision'>SUSPECT</span>")
     bug = f"<span class='pill p-{E(run['bug_class'])}'>{E(run['bug_class'])}</span>" if run.get("bug_class") else ""
     origin = ""
     if run["origin"]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
+from otel_agent_trace.analyzer.analysis import Analysis, Reduced
+from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR
+from otel_agent_trace.analyzer.graph import recovered_by
 from otel_agent_trace.analyzer.lifecycle import SUSPICION
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
 from otel_agent_trace.analyzer.metrics import combine as combine_metrics
@@ -12,24 +14,13 @@ from otel_agent_trace.analyzer.metrics import run_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
-def summarize(f: Finding, html: bool = False) -> RunSummary:
-    """A finding reduced to what every report needs; the finding and its spans can then go."""
-    data = _run(f)
-    section = None
-    if html:
-        from otel_agent_trace.analyzer.report.html import run_section
-
-        section = run_section(data, f)
-    root = f.run.root
-    return RunSummary((root.start_ns, f.run.trace_id, root.span_id), data, run_metrics(f), section)
-
-
-def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
+            budget_usd: float | None = None) -> dict[str, Any]:
     if isinstance(analysis, Reduced):
         runs = [r.data for r in analysis.runs]
         per_run = [r.metrics for r in analysis.runs]
     else:
-        runs = [_run(f) for f in analysis.findings]
+        runs = [run_entry(f) for f in analysis.findings]
         per_run = [run_metrics(f) for f in analysis.findings]
     steps = [r["steps"] for r in runs]
     return {
@@ -43,19 +34,21 @@ def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None) 
         "summary": {
             "runs": len(runs),
             "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
+            "suspect_runs": sum(1 for r in runs if r["status"] == "suspect"),
             "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
-            "metrics": combine_metrics(per_run, prices),
+            "metrics": combine_metrics(per_run, prices, budget_usd),
         },
     }
 
 
-def _run(f: Finding) -> dict[str, Any]:
+def run_entry(f: Finding) -> dict[str, Any]:
+    """A run's entry of `runs[]`."""
     run = f.run
     return {
         "trace_id": run.trace_id,
         "run_span_id": run.root.span_id,
         "agent": run.agent,
-        "status": "failed" if f.failed else "ok",
+        "status": "failed" if f.failed else "suspect" if f.answer_suspect else "ok",
         "steps": len(run.steps),
         "critical": None if f.critical is None else {
             "span_id": f.critical.span_id,
@@ -73,7 +66,7 @@ def _run(f: Finding) -> dict[str, Any]:
         "chain": _hops(f.chain),
         "bug_class": f.bug_class,
         "evidence": f.evidence,
-        "recovered": [_ref(run, s) for s in f.recovered],
+        "recovered": _recovered(f),
         # additions (issue 5)
         "confidence": f.confidence,
         "candidates": [
@@ -83,9 +76,17 @@ def _run(f: Finding) -> dict[str, Any]:
         ],
         "chains": [_hops(c) for c in f.chains],
         "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)} for x in f.fired],
-        "errors": [_error(f, s) for s in f.errors],
+        "errors": [_error(f, s) for s in _ranked(f)],
         "derived_graph": bool(f.graph and f.graph.derived),
     }
+
+
+def _ranked(f: Finding) -> list[Span]:
+    """`errors[]` as a user should read them: proven before suspected, then earliest first."""
+    life = f.lifecycle
+    if life is None:
+        return f.errors
+    return sorted(f.errors, key=lambda s: SUSPICION in life.states[s.span_id].flags if s.span_id in life.states else False)
 
 
 def _hops(chain: list[Hop]) -> list[dict[str, Any]]:
@@ -94,10 +95,41 @@ def _hops(chain: list[Hop]) -> list[dict[str, Any]]:
 
 
 def _error(f: Finding, span: Span) -> dict[str, Any]:
+    """An `errors[]` entry: the span where the error appeared, what kind it is, and where the
+    report places it (`decision_span_id`: the step that made or ran it; `read_by_span_id`: for a
+    tool or environment failure, the decision that read it)."""
     life = f.lifecycle
     st = life.states.get(span.span_id) if life else None
-    return {**_ref(f.run, span), "error_type": st.error_type if st else None, "derived": bool(st and st.derived),
-            "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags)}
+    error_type = st.error_type if st else None
+    reader = f.readers.get(span.span_id)
+    return {**_ref(f.run, span), "error_type": error_type, "derived": bool(st and st.derived),
+            "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags),
+            "bug_class": BUG_CLASS_OF_ERROR.get(error_type or ""), "start_time_unix_nano": span.start_ns,
+            "decision_span_id": _decision(f.run, span).span_id,
+            "read_by_span_id": reader.span_id if reader is not None else None}
+
+
+def _recovered(f: Finding) -> list[dict[str, Any]]:
+    """`recovered[]`: errors a retry recovered, with what recovered them."""
+    if not f.recovered:
+        return []
+    life, run = f.lifecycle, f.run
+    failed = {s for s in life.origins if s in run.tool_ids} if life else set()
+    out = []
+    for span in f.recovered:
+        by = recovered_by(f.graph, failed, span.span_id) if f.graph is not None else None
+        error_type = life.error_type(span.span_id) if life else None
+        out.append({**_ref(run, span), "error_type": error_type, "bug_class": BUG_CLASS_OF_ERROR.get(error_type or ""),
+                    "start_time_unix_nano": span.start_ns, "decision_span_id": _decision(run, span).span_id,
+                    "recovered_by_span_id": by})
+    return out
+
+
+def _decision(run: Any, span: Span) -> Span:
+    """The step that made or ran an error's span: a tool's parent, unless that is the run itself."""
+    if span.span_id in run.tool_ids and span.parent_id and span.parent_id != run.root.span_id:
+        return run.spans.get(span.parent_id, span)
+    return span
 
 
 def _ref(run: Any, span: Span) -> dict[str, Any]:

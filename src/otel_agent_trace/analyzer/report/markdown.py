@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups, run_key
+from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups,
+                                                   reliability_items, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 
@@ -30,7 +31,9 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
     s = data["summary"]
     m = s.get("metrics") or {}
     out = ["# Agent trace analysis", "",
-           f"{s['runs']} run(s), {s['failed_runs']} failed, {s['avg_steps_per_run']:.1f} steps per run on average.", ""]
+           f"{s['runs']} run(s), {s['failed_runs']} failed, "
+           + (f"{s['suspect_runs']} suspect, " if s.get("suspect_runs") else "")
+           + f"{s['avg_steps_per_run']:.1f} steps per run on average.", ""]
     bad = [(i["path"], b) for i in data["inputs"] for b in i["bad_lines"]]
     errs = [i for i in data["inputs"] if i.get("error")]
     if bad or errs:
@@ -46,7 +49,8 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
                 f"| wrong-tool rate (rule-based) | {m['wrong_tool_rate']:.1%} of {m['tool_calls']} calls |",
                 f"| trace capture rate | {m['trace_capture_rate']:.1%} |",
                 f"| tokens per run (in / out) | {m['tokens_per_run']['input']:g} / {m['tokens_per_run']['output']:g} |",
-                f"| cost per run | {_cost(m.get('cost_per_run'))} |", ""]
+                f"| cost per run | {_cost(m.get('cost_per_run'))} |"]
+        out += [f"| {_cell(label)} | {value} |" for value, label in reliability_items(m)] + [""]
         if m["tool_error_rate"]:
             out += ["| tool | calls | errors | error rate |", "|---|---:|---:|---:|"]
             out += [f"| `{_cell(k)}` | {v['calls']} | {v['errors']} | {v['rate']:.1%} |" for k, v in m["tool_error_rate"].items()]
@@ -65,11 +69,14 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
         failed = sum(len(members) for members in groups.values())
         out += ["## Failure groups", "", f"{len(runs)} runs: {failed} failed in {len(groups)} group(s) of the same rules, "
                 f"origin and bug class; the first {EXAMPLES_PER_GROUP} of each are detailed below, "
-                f"{len(runs) - failed} healthy runs are only counted. `otel-agent-trace show TRACE_ID FILE` replays any run.", ""]
+                f"{len(runs) - failed} other runs are only counted. `otel-agent-trace show TRACE_ID FILE` replays any run.", ""]
         for (rules, etype, where, bug), members in groups.items():
             found = f"origin `{etype}` at `{_cell(where)}`" if (etype, where) != ("-", "-") else "no origin found"
             out += [f"### {len(members)} x `{rules}`: {found}" + (f", {bug}" if bug != "-" else ""), ""]
             out += _runs_table(members)
+        suspect = [r for r in runs if r["status"] == "suspect"]
+        if suspect:
+            out += [f"### {len(suspect)} suspect run(s): answered on an unrecovered error", ""] + _runs_table(suspect)
         detailed = [r for r in runs if run_key(r) in shown]
     for r in detailed:
         if r["status"] != "failed":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups
+from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups, reliability_items
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 PHASE_COLOR = {"origin": "31;1", "propagate": "33", "recovered": "32", "critical": "35;1"}
@@ -34,7 +34,8 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
         for bad in item["bad_lines"]:
             lines.append(paint(f"! {item['path']}:{bad['line']}: {bad['reason']}", "31"))
     summary = data["summary"]
-    lines.append(f"{summary['runs']} run(s), {summary['failed_runs']} failed, "
+    suspect = f"{summary['suspect_runs']} suspect, " if summary.get("suspect_runs") else ""
+    lines.append(f"{summary['runs']} run(s), {summary['failed_runs']} failed, {suspect}"
                  f"{summary['avg_steps_per_run']:.1f} steps per run on average")
     metrics = summary.get("metrics")
     if metrics and metrics["runs"]:
@@ -51,15 +52,18 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
 def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
     """A healthy run on one line (with its recovered errors), a failed run as its table."""
     lines = [_headline(run, paint)]
-    if run["status"] != "failed":
+    if run["status"] == "ok":
         if run["recovered"]:
             lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
         return lines
     lines.insert(0, "")
     critical = run["critical"]
-    rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
-    lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
-                 + (f"  [{rules}]" if rules else ""))
+    if critical is not None:
+        rules = ", ".join(dict.fromkeys(r["rule_id"] for r in run.get("rules", [])))
+        lines.append(f"  critical : {critical['error_type']} - {critical['description']}"
+                     + (f"  [{rules}]" if rules else ""))
+    else:  # `suspect`: the run answered, on an error nothing recovered
+        lines.append("  critical : none: the run answered, but its answer depends on an unrecovered error")
     origin = run["origin"]
     if origin is None:
         lines.append("  origin   : not found in the trace")
@@ -84,7 +88,8 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
     """Failed runs by failure group: the first runs of a group in full, the others one line each."""
     groups = failure_groups(runs)
     failed = sum(len(members) for members in groups.values())
-    healthy = [r for r in runs if r["status"] != "failed"]
+    healthy = [r for r in runs if r["status"] == "ok"]
+    suspect = [r for r in runs if r["status"] == "suspect"]
     recovered = sum(1 for r in healthy if r["recovered"])
     lines = ["", f"{failed} failed run(s) in {len(groups)} group(s) of the same rules, origin and bug class; "
              f"the first {EXAMPLES_PER_GROUP} of each in full. `otel-agent-trace show TRACE_ID FILE` replays any run."]
@@ -100,6 +105,11 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
             origin = run["origin"]
             at = f"  origin {_where(origin)}{_confidence(run)}" if origin else ""
             lines.append(_headline(run, paint) + at)
+    if suspect:  # one line each: the run answered, on an error nothing recovered
+        lines += ["", paint(f"{len(suspect)} suspect run(s): answered on an unrecovered error", "33;1")]
+        for run in suspect:
+            origin = run["origin"]
+            lines.append(_headline(run, paint) + (f"  origin {_where(origin)} [{origin['error_type']}]" if origin else ""))
     lines.append("")
     lines.append(paint(f"{len(healthy)} run(s) ok", "32") + f", not listed ({recovered} recovered from an error); "
                  "`--format json` lists every run.")
@@ -107,7 +117,8 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
 
 
 def _headline(run: dict[str, Any], paint: _Paint) -> str:
-    status = paint("FAILED", "31;1") if run["status"] == "failed" else paint("ok    ", "32")
+    status = (paint("FAILED", "31;1") if run["status"] == "failed" else paint("SUSPECT", "33;1")
+              if run["status"] == "suspect" else paint("ok    ", "32"))
     return f"{status} {run['agent'] or 'agent'}  trace {run['trace_id']}  {run['steps']} steps"
 
 
@@ -138,6 +149,9 @@ def _metrics(m: dict[str, Any]) -> list[str]:
     errs = [f"{name} {v['errors']}/{v['calls']}" for name, v in m["tool_error_rate"].items() if v["errors"]]
     if errs:
         out.append("tool errors: " + ", ".join(errs))
+    reliability = reliability_items(m)
+    if reliability:
+        out.append("reliability: " + "; ".join(f"{label} {value}" for value, label in reliability))
     fails = m["failures"]
     if fails["by_bug_class"]:
         out.append("failures: " + ", ".join(f"{k} {v}" for k, v in fails["by_bug_class"].items()) + " | " +

@@ -1,0 +1,344 @@
+"""The detectors: one definition of each error the recorder flags online and the analyzer
+derives offline (docs/attributes.md, "Error types").
+
+Pure functions over plain data (model.py, schema.py, the standard library): no SDK, no
+recorder, no analyzer. The recorder's guards call them on live requests and responses; the
+analyzer's lifecycle calls them on what a trace recorded. Neither keeps a variant of its own.
+
+- `loop_reached`: a request of a tool with the same canonical arguments (`call_key`) as
+  `threshold - 1` earlier calls of the run whose results were not errors (default
+  `LOOP_THRESHOLD`; `OTEL_AGENT_TRACE_LOOP_THRESHOLD` in both places). Offline a tool span
+  stands for the request that made it.
+- `fabricated_values`: values in the model's final answer never received in a user, system or
+  developer message or a tool result, nor used in the run's own tool calls (an answer restating
+  what it did), and not derivable from those numbers (`derived`).
+- `dropped_messages` / `drops_instructions`: messages of the previous step's context gone from
+  this one; only a lost system or developer message is the error `context_dropped`.
+- `classify_result`: an empty result, an error payload, or ok (an exception is the caller's).
+- `argument_problems` / `declared_tools`: arguments that are not a JSON object or violate the
+  tool's declared schema (`invalid_arguments`); a tool not declared (`unknown_tool`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Iterator, Mapping
+
+import orjson
+
+from otel_agent_trace import schema
+from otel_agent_trace.model import INSTRUCTION_ROLES, Outcome, parse_json_or_text
+
+LOOP_THRESHOLD = 3
+LOOP_THRESHOLD_ENV = "OTEL_AGENT_TRACE_LOOP_THRESHOLD"
+
+
+# --- loops --------------------------------------------------------------------------------------
+def loop_threshold(environ: Mapping[str, str] | None = None) -> int:
+    """The threshold from `OTEL_AGENT_TRACE_LOOP_THRESHOLD`, else `LOOP_THRESHOLD` (0: off)."""
+    raw = (os.environ if environ is None else environ).get(LOOP_THRESHOLD_ENV, "").strip()
+    try:
+        return int(raw) if raw else LOOP_THRESHOLD
+    except ValueError:
+        return LOOP_THRESHOLD
+
+
+def canonical_arguments(arguments: Any) -> str:
+    """Canonical JSON of parsed arguments (keys sorted): equal calls have equal text."""
+    try:
+        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return str(arguments)
+
+
+def call_key(name: str, arguments: Any) -> tuple[str, str]:
+    """What makes two requested calls the same: tool name and canonical parsed arguments."""
+    return name, canonical_arguments(arguments)
+
+
+def loop_reached(ok_before: int, threshold: int = LOOP_THRESHOLD) -> bool:
+    """Is a request a loop, given how many earlier calls of the run with the same `call_key`
+    returned results that were not errors? It is when it makes `threshold` (0: never). A failed
+    call repeated is a retry, not a loop (`tool_retry_exceeded`); a loop whose flagged call failed
+    is flagged again at the next repeat."""
+    return threshold > 0 and ok_before + 1 == threshold
+
+
+# --- tool results ---------------------------------------------------------------------------------
+_EMPTY_TEXTS = frozenset({"", "[]", "{}", "null", "none", '""', "''"})
+ERROR_PAYLOAD_RULES_ENV = "OTEL_AGENT_TRACE_ERROR_PAYLOAD_RULES"
+# When a successful result (a JSON object) is an error payload: each rule names a top-level field
+# and a test on its value; any rule that holds makes the result `error_result`. `requires`: other
+# fields that must be present too (a bare `code` is as often a product code as an error code).
+DEFAULT_ERROR_PAYLOAD_RULES: tuple[dict[str, Any], ...] = (
+    {"field": "error", "test": "present"},  # non-empty: {"error": "..."} or {"error": {...}}
+    {"field": "errors", "test": "present"},  # GraphQL and friends: a non-empty list
+    {"field": "success", "test": "equals", "value": False},
+    {"field": "ok", "test": "equals", "value": False},
+    {"field": "status", "test": "in", "value": ["error", "failed", "failure", "fail", "ERROR", "FAILED"]},
+    {"field": "status", "test": "http_error"},  # a number (or numeric text) 400-599
+    {"field": "status_code", "test": "http_error"},
+    {"field": "statusCode", "test": "http_error"},
+    {"field": "http_status", "test": "http_error"},
+    {"field": "code", "test": "http_error", "requires": ["message"]},
+)
+
+
+def _http_error(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return isinstance(value, (int, float)) and 400 <= value <= 599
+
+
+_TESTS = {
+    "present": lambda v, _: v not in (None, "", False, [], {}),
+    "equals": lambda v, want: v == want and type(v) is type(want),
+    "in": lambda v, want: isinstance(v, str) and v in (want or ()),
+    "http_error": lambda v, _: _http_error(v),
+}
+
+
+def error_payload_rules(environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], ...]:
+    """The rule set: `DEFAULT_ERROR_PAYLOAD_RULES`, plus the rules of
+    `OTEL_AGENT_TRACE_ERROR_PAYLOAD_RULES` (a JSON list, inline or in a file it names; a rule with
+    `"enabled": false` removes the default rules of its field). Bad rules are ignored."""
+    raw = (os.environ if environ is None else environ).get(ERROR_PAYLOAD_RULES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_ERROR_PAYLOAD_RULES
+    cached = _rules_cache.get(raw)
+    if cached is not None:
+        return cached
+    text = raw
+    if not raw.startswith("["):
+        try:
+            with open(raw, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            text = "[]"
+    extra = parse_json_or_text(text)
+    rules = list(DEFAULT_ERROR_PAYLOAD_RULES)
+    for rule in extra if isinstance(extra, list) else ():
+        if not isinstance(rule, dict) or not isinstance(rule.get("field"), str):
+            continue
+        if rule.get("enabled") is False:
+            rules = [r for r in rules if r["field"] != rule["field"]]
+        elif rule.get("test") in _TESTS:
+            rules.append(rule)
+    _rules_cache[raw] = tuple(rules)
+    return _rules_cache[raw]
+
+
+_rules_cache: dict[str, tuple[dict[str, Any], ...]] = {}
+
+
+def error_payload(result: dict[str, Any], rules: Iterable[dict[str, Any]] | None = None) -> bool:
+    """Whether a JSON object result is an error payload by the rule set."""
+    for rule in error_payload_rules() if rules is None else rules:
+        field = rule["field"]
+        if field in result and _TESTS[rule.get("test", "present")](result[field], rule.get("value")) \
+                and all(r in result for r in rule.get("requires", ())):
+            return True
+    return False
+
+
+def classify_result(result: Any) -> Outcome:
+    """Outcome of a tool result value (a Python object or the text fed back to the model).
+
+    Empty: `[]`, `{}`, `null`, `""`. Error payload: an object the rule set calls one
+    (`error_payload`), or text starting with `Error`, `Exception` or `Traceback`.
+    """
+    if isinstance(result, (str, bytes)):
+        text = result.decode("utf-8", "replace") if isinstance(result, bytes) else result
+        stripped = text.strip()
+        if stripped.lower() in _EMPTY_TEXTS:
+            return Outcome.EMPTY_RESULT
+        if stripped[:1] in "[{":
+            parsed = parse_json_or_text(stripped)
+            if not isinstance(parsed, str):
+                return classify_result(parsed)
+        head = stripped[:16].lower()
+        if head.startswith("error") or head.startswith("exception") or head.startswith("traceback"):
+            return Outcome.ERROR_RESULT
+        return Outcome.OK
+    if result is None:
+        return Outcome.EMPTY_RESULT
+    if isinstance(result, (list, tuple, set, dict)) and len(result) == 0:
+        return Outcome.EMPTY_RESULT
+    if isinstance(result, dict) and error_payload(result):
+        return Outcome.ERROR_RESULT
+    return Outcome.OK
+
+
+# --- arguments and declared tools ---------------------------------------------------------------
+def declared_tools(tools: Iterable[Any]) -> dict[str, Any]:
+    """Tool name -> its parameters schema (None when undeclared), from OpenAI-style definitions
+    (`{"type": "function", "function": {...}}`) or flat ones (`{"name", "parameters"}`)."""
+    declared: dict[str, Any] = {}
+    for tool in tools:
+        if isinstance(tool, str):
+            tool = parse_json_or_text(tool)
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = function.get("name")
+        if name:
+            declared[str(name)] = function.get("parameters")
+    return declared
+
+
+def argument_problems(arguments: Any, parameters: Any) -> list[str]:
+    """Why parsed `arguments` do not fit a declared tool's `parameters` schema (empty: they do)."""
+    if not isinstance(arguments, dict):
+        return ["$: arguments are not a JSON object"]
+    return schema.errors(arguments, parameters)
+
+
+def read_json_arguments(text: Any) -> tuple[bool, Any] | None:
+    """(whether the text needed no strip, its parse) of arguments that look like JSON (start with
+    `{` or `[`); None for none or plain text (plain-text arguments are a convention, not an error)."""
+    if not isinstance(text, str):
+        return None
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    return len(stripped) == len(text), parse_json_or_text(stripped)
+
+
+def malformed_arguments(text: Any) -> bool:
+    """Arguments that look like JSON but do not parse: `invalid_arguments`, declared tools or not."""
+    read = read_json_arguments(text)
+    return read is not None and isinstance(read[1], str)
+
+
+def parse_arguments(text: str | None) -> Any:
+    """Arguments as the model sent them, parsed (no text: no arguments, `{}`)."""
+    return parse_json_or_text(text) if text else {}
+
+
+# --- context --------------------------------------------------------------------------------------
+def dropped_messages(previous: list[str], current: Iterable[str]) -> list[str]:
+    """Message hashes of the previous step's context missing from this one."""
+    present = set(current)
+    return [h for h in previous if h not in present]
+
+
+def drops_instructions(roles: Iterable[str]) -> bool:
+    """A drop is the error `context_dropped` when it loses a system or developer message (a
+    sliding window over old turns is common: an event, not an error)."""
+    return any(r in INSTRUCTION_ROLES for r in roles)
+
+
+# --- values: distinctive, received, fabricated -----------------------------------------------------
+# A value is *distinctive* when it can identify something, so that meeting it again is evidence
+# of flow, not coincidence:
+# - a number whose absolute value is >= 10 (ids, amounts; not 0, 1, counters or booleans);
+# - a string (a JSON leaf, or a token of free text split on white space, quotes and brackets) of
+#   3+ characters that contains a digit and a letter or 3+ digits (`A1001`, `C-77`, `2026-11-30`;
+#   not a range like `3-5`), or that contains one of `/ . _ - @ :` with 4+ characters and a letter
+#   (`count.py`, `src/app`, `a@b.io`, `user_id`).
+# Plain words (`shipped`, `true`, `null`) and one-letter strings are never distinctive. Numbers in
+# text (`$25.00`) are read as numbers, so they meet the same value in JSON (`25.0`).
+RECEIVED_ROLES = ("user", "system", "developer", "tool")  # messages whose values the model received
+_SEPARATORS = r"\s\"'`()\[\]{}<>,;=|"
+# a token that can be distinctive holds a digit or one of / . _ - @ : (plain words never are)
+_CANDIDATE = re.compile(rf"[^{_SEPARATORS}]*[\d/._@:\-][^{_SEPARATORS}]*")
+_SPACE = re.compile(r"\s")
+_DIGIT = re.compile(r"\d")
+_ALPHA = re.compile(r"[^\W\d_]")
+_MARK = re.compile(r"[/._\-@:]")
+_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3}){1,3}|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_TRIM = "$€£¥.,:;!?*#%"
+MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
+_CACHE_CHARS = 8_000_000  # bound of the cache below, in characters of text held
+_cache: dict[str, frozenset[str]] = {}  # text -> its keys: contexts repeat across steps and runs
+_cached_chars = 0
+
+
+def value_key(value: Any) -> str | None:
+    """The key of a distinctive value (`n:25` or `s:A1001`), else None (see above)."""
+    if value is None or value is True or value is False:
+        return None
+    if isinstance(value, (int, float)):
+        return f"n:{float(value):g}" if abs(value) >= 10 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().strip(_TRIM) if len(value) < 256 else value.strip()
+    if len(text) < 3:
+        return None
+    if _NUMBER.fullmatch(text) and _DIGIT.search(text):
+        number = float(text.replace(",", ""))
+        return f"n:{number:g}" if abs(number) >= 10 else None
+    if _DIGIT.search(text):  # an id (A1001, C-77) or a long code (2026-11-30); not a range like 3-5
+        return f"s:{text}" if _ALPHA.search(text) or len(_DIGIT.findall(text)) >= 3 else None
+    if len(text) >= 4 and _MARK.search(text) and _ALPHA.search(text) and not _SPACE.search(text):
+        return f"s:{text}"
+    return None
+
+
+def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Scalar leaves of a JSON-like value; text yields its candidate tokens instead."""
+    if depth > 32:
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from leaves(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaves(item, depth + 1)
+    elif isinstance(value, str):
+        if len(value) <= 64 and not _SPACE.search(value):
+            yield value  # an identifier-like string is one value
+        else:  # text: its tokens are the values (only those that can be distinctive)
+            yield from _CANDIDATE.findall(value, 0, MAX_SCAN_CHARS)
+    else:
+        yield value
+
+
+def distinctive_values(payload: Any) -> frozenset[str]:
+    """Keys of the distinctive values in a tool result, arguments or message text.
+
+    JSON text is parsed first, so `'{"id": "A1"}'` and `{"id": "A1"}` give the same keys. Results
+    for text are cached (bounded): the same content reappears in every step's context.
+    """
+    text = payload if isinstance(payload, str) else None
+    if text is not None:
+        cached = _cache.get(text)
+        if cached is not None:
+            return cached
+        payload = parse_json_or_text(text[:MAX_SCAN_CHARS] if len(text) > MAX_SCAN_CHARS else text)
+    keys = frozenset(k for k in map(value_key, leaves(payload)) if k is not None)
+    if text is not None:
+        global _cached_chars
+        if _cached_chars + len(text) > _CACHE_CHARS:
+            _cache.clear()
+            _cached_chars = 0
+        _cache[text] = keys
+        _cached_chars += len(text)
+    return keys
+
+
+def derived(key: str, known: set[str] | frozenset[str]) -> bool:
+    """A number the model could have computed from what it saw: a small multiple of a known
+    number (2 x 12.5) or the sum of two known numbers. Anything else unseen is fabricated."""
+    if not key.startswith("n:"):
+        return False
+    value = float(key[2:])
+    numbers = [float(k[2:]) for k in known if k.startswith("n:")]
+    if len(numbers) > 2000:  # keep the check cheap on huge runs
+        numbers = numbers[:2000]
+    for x in numbers:
+        ratio = value / x
+        if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
+            return True
+    present = set(numbers)
+    return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
+
+
+def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
+    """The values of a final answer never received and not derivable (sorted, without the
+    `n:`/`s:` prefix): what `fabricated_value` reports."""
+    unseen = distinctive_values(answer or "") - known
+    return sorted(k[2:] for k in unseen if not derived(k, known))

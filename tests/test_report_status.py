@@ -1,0 +1,99 @@
+"""What the user reads in the JSON report (issue 16 §1): status `suspect` for a run that answered on
+an unrecovered error, never for a healthy run; `errors[]` placed and ranked; `recovered[]` with
+what recovered each. Runs through the real openai client, our exporter and the CLI."""
+
+from __future__ import annotations
+
+import pytest
+from scenario_agent import analyze_json, call, record_run, schema_for
+from test_scenarios import SEED_004, fifty_step_script, fifty_step_tools, seed_004_tools
+
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer({}) as s:
+        yield s
+
+
+def only_run(server, tmp_path, user, turns, tools, **kw):
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools, **kw))["runs"]
+    return run
+
+
+HEALTHY = {
+    "amounts from tools": ([call("calculate_refund", order_id="A1001"),
+                            {"content": "Your refund of $25.00 for order A1001 is on its way."}],
+                           {"calculate_refund": lambda order_id: {"amount": 25.0}}),
+    "seed 004": (SEED_004, None),
+    "lookups then an answer": ([call("get_customer", name="Ada"), call("get_latest_order", customer_id="C-77"),
+                                {"content": "Ada's latest order O-5521 totals $25.00."}],
+                               {"get_customer": lambda name: {"id": "C-77", "name": name},
+                                "get_latest_order": lambda customer_id: {"id": "O-5521", "total": 25.0}}),
+    "a failure recovered by a retry": ([call("check_inventory", sku="SKU-10"), call("check_inventory", sku="SKU-10"),
+                                        {"content": "SKU-10 has 12 in stock."}], "flaky"),
+    "no tools": ([{"content": "Hello! How can I help?"}], {}),
+}
+
+
+USERS = {"amounts from tools": "Please refund A1001", "seed 004": "Compute the word counts of data.txt",
+         "lookups then an answer": "Please refund Ada's latest order",
+         "a failure recovered by a retry": "how many SKU-10 are in stock?"}
+
+
+def _flaky():
+    calls = []
+
+    def check_inventory(sku):
+        calls.append(sku)
+        if len(calls) == 1:
+            raise ConnectionError("inventory service reset the connection")
+        return {"sku": sku, "stock": 12}
+
+    return {"check_inventory": check_inventory}
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_runs_are_ok_never_suspect(server, tmp_path, name):
+    turns, tools = HEALTHY[name]
+    tools = seed_004_tools() if tools is None else _flaky() if tools == "flaky" else tools
+    run = only_run(server, tmp_path, f"{name}: {USERS.get(name, 'please help')}", turns, tools)
+    assert run["status"] == "ok" and run["errors"] == []
+    if name == "a failure recovered by a retry":
+        [recovered] = run["recovered"]
+        assert recovered["error_type"] == "tool_error_result" and recovered["recovered_by_span_id"]
+        assert recovered["recovered_by_span_id"] != recovered["span_id"]
+
+
+def test_an_answer_resting_on_a_fabricated_value_is_suspect(server, tmp_path):
+    run = only_run(server, tmp_path, "refund A10O2 please", [
+        call("lookup_order", order_id="A10O2"),
+        {"content": "Your refund of $59.90 for order A10O2 is on its way."}], {"lookup_order": lambda order_id: []})
+    assert run["status"] == "suspect"
+    assert run["critical"] is None and run["origin"]["error_type"] == "tool_empty_result"
+    assert run["chain"][0]["span_id"] == run["origin"]["span_id"]
+    assert {e["error_type"] for e in run["errors"]} == {"tool_empty_result", "fabricated_value"}
+
+
+def test_a_made_up_argument_is_placed_at_the_decision(server, tmp_path):
+    """A model-made error is located at the step that made it; the tool's own failure stays listed."""
+    schemas = [schema_for("lookup_order", {"order_id": {"type": "string"}}, ["order_id"])]
+    run = only_run(server, tmp_path, "check A1001 please", [
+        call("lookup_order", order_id=1001), {"content": "Order A1001 could not be checked."}],
+        {"lookup_order": lambda order_id: {"error": "order_id must be a string"}}, schemas=schemas)
+    by_type = {e["error_type"]: e for e in run["errors"]}
+    invalid, failed = by_type["invalid_arguments"], by_type["tool_error_result"]
+    assert invalid["span_name"] == "agent_step 0" and invalid["bug_class"] == "model_decision"
+    assert failed["span_name"] == "execute_tool lookup_order" and failed["bug_class"] == "tool"
+    assert failed["decision_span_id"] == invalid["span_id"]  # the step that ran the tool
+    assert failed["read_by_span_id"] not in (None, failed["span_id"])  # the next decision read it
+    assert run["status"] == "suspect"
+
+
+def test_errors_are_ranked_earliest_first(server, tmp_path):
+    run = only_run(server, tmp_path, "Please audit refund request for A10O2", fifty_step_script(),
+                   fifty_step_tools())
+    starts = [e["start_time_unix_nano"] for e in run["errors"]]
+    assert starts == sorted(starts) and run["errors"][0]["step_index"] == 3
+    assert [r["step_index"] for r in run["recovered"]] == [10, 20]
