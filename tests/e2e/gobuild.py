@@ -43,8 +43,16 @@ def _key(name: str) -> str:
     digest = hashlib.sha256(package.encode())
     for f in files:
         digest.update(f.encode() + b"\0" + (folder / f).read_bytes())
-    digest.update(subprocess.run([go() or "go", "env", "GOVERSION"], capture_output=True, text=True).stdout.encode())
+    digest.update(_go_version().encode())
     return digest.hexdigest()[:16]
+
+
+def _go_version() -> str:
+    """The toolchain's VERSION file (instant), else `go env GOVERSION` (a few seconds under load)."""
+    version_file = Path(os.path.realpath(go() or "go")).parent.parent / "VERSION"
+    if version_file.is_file():
+        return version_file.read_text().splitlines()[0]
+    return subprocess.run([go() or "go", "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
 
 
 def binary(name: str, log=sys.stderr) -> Path:
