@@ -23,14 +23,25 @@ from procs import Jaeger, started  # noqa: E402
 
 ROOT = gobuild.ROOT
 BIN = Path(sys.executable).parent
-SKIP_REASON = "e2e: go is not on PATH, so the Collector and Jaeger cannot be built (see docs/deploy.md)"
+SKIP_REASON = "go is not on PATH, so the Collector and Jaeger cannot be built (see docs/deploy.md)"
+_SKIPPED = pytest.StashKey[int]()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark this folder's tests `e2e`; without Go, deselect them (one summary line says why)."""
     here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)
+    mine = [item for item in items if here in Path(str(item.fspath)).resolve().parents]
+    for item in mine:
+        item.add_marker(pytest.mark.e2e)
+    if mine and gobuild.go() is None:
+        config.hook.pytest_deselected(items=mine)
+        items[:] = [item for item in items if item not in mine]
+        config.stash[_SKIPPED] = len(mine)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if config.stash.get(_SKIPPED, 0):
+        terminalreporter.write_line(f"SKIPPED {config.stash[_SKIPPED]} e2e tests: {SKIP_REASON}")
 
 
 class _Binaries(dict):
