@@ -26,7 +26,7 @@ TARGETS = {
     "otelcol-agent-trace": (DEPLOY / "collector", ".", ("go.mod", "go.sum", "main.go", "components.go")),
     "jaeger": (DEPLOY / "jaeger", "github.com/jaegertracing/jaeger/cmd/jaeger", ("go.mod", "go.sum")),
 }
-BUILD_FLAGS = ["-p", "2", "-trimpath", "-ldflags=-s -w"]
+BUILD_FLAGS = ["-p", "2", "-trimpath", "-buildvcs=false", "-ldflags=-s -w"]
 
 
 def go() -> str | None:
