@@ -148,4 +148,4 @@ class AgentTraceFileExporter(SpanExporter):
             self._failed.close()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True  # every line is written through os.write as it is exported
+        return True  # lines are written as exported; a held trace waits for its root (or shutdown)

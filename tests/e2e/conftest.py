@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gobuild  # noqa: E402
-from procs import Jaeger, started  # noqa: E402
+from procs import Jaeger, Service, started  # noqa: E402
 
 ROOT = gobuild.ROOT
 BIN = Path(sys.executable).parent
@@ -64,7 +64,7 @@ def e2e_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("e2e")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def jaeger(binaries: dict[str, Path], e2e_dir: Path) -> Iterator[Jaeger]:
     with ExitStack() as stack:
         service = Jaeger(binaries["jaeger"], e2e_dir)
@@ -74,9 +74,14 @@ def jaeger(binaries: dict[str, Path], e2e_dir: Path) -> Iterator[Jaeger]:
 
 @pytest.fixture
 def stack() -> Iterator[ExitStack]:
-    """Stops whatever a test started, in reverse order, whether it passed or failed."""
+    """Stops whatever a test started, in reverse order, whether it passed or failed (also a
+    service started before a later one failed to start, which never reached the stack)."""
+    session_services = list(Service.running)  # Jaeger lives for the session
     with ExitStack() as s:
         yield s
+    for service in reversed(list(Service.running)):
+        if service not in session_services:
+            service.stop()
 
 
 def run_demo(out: Path, otlp_http: int, service: str, **env_extra: str) -> Path:

@@ -24,11 +24,14 @@ def free_port() -> int:
 class Service:
     """One started binary; `stop()` is safe to call twice and always reaps the process."""
 
+    running: list["Service"] = []  # started and not yet stopped (the e2e `stack` fixture ends leftovers)
+
     def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, log: Path) -> None:
         self.name, self.health_url, self.log = name, health_url, log
         self._log = open(log, "wb")
         self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
+        Service.running.append(self)
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -57,6 +60,8 @@ class Service:
                 self.proc.kill()
                 self.proc.wait()
         self._log.close()
+        if self in Service.running:
+            Service.running.remove(self)
 
 
 class Collector(Service):
