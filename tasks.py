@@ -2,7 +2,8 @@
 """Set up a local virtualenv and run the project's jobs, with nothing but Python 3.10+ and pip.
 
     python3 tasks.py demo    # the demo agent under opentelemetry-instrument, then the analyzer's report
-    python3 tasks.py test    # the test suite
+    python3 tasks.py test    # the test suite (with the end-to-end tests when Go is on the PATH)
+    python3 tasks.py e2e     # only the end-to-end tests: a real Collector and Jaeger built from deploy/
     python3 tasks.py setup   # only (re)create .venv
 
 The venv is reinstalled only when pyproject.toml or constraints.txt changed.
@@ -62,9 +63,35 @@ def demo() -> int:
     return subprocess.run([str(BIN / "otel-agent-trace"), "analyze", TRACES]).returncode
 
 
+def _go() -> bool:
+    """Is Go on the PATH? The e2e tests build the Collector and Jaeger with it (tests/e2e/gobuild.py)."""
+    import shutil
+
+    return shutil.which("go") is not None
+
+
+def _e2e_ready() -> bool:
+    """Build (or find cached) the e2e binaries before pytest, whose capture would hide the build's progress."""
+    if not _go():
+        print("e2e tests skipped: go is not on PATH (the Collector and Jaeger are built from deploy/ with it)", flush=True)
+        return False
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "e2e" / "gobuild.py")], cwd=ROOT).returncode == 0
+
+
 def test(extra: list[str]) -> int:
     setup()
+    _e2e_ready()  # a failed build fails the e2e tests, which build again and show the error
     return subprocess.run([str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT).returncode
+
+
+def e2e(extra: list[str]) -> int:
+    setup()
+    if not _go():
+        _e2e_ready()
+        return 0
+    if not _e2e_ready():
+        return 1
+    return subprocess.run([str(BIN / "python"), "-m", "pytest", "tests/e2e", *extra], cwd=ROOT).returncode
 
 
 def main(argv: list[str]) -> int:
@@ -76,6 +103,8 @@ def main(argv: list[str]) -> int:
         return demo()
     if job == "test":
         return test(argv[1:])
+    if job == "e2e":
+        return e2e(argv[1:])
     print(__doc__)
     return 2
 

@@ -48,6 +48,10 @@ class AgentTraceConfig:
     """Settings of the instrumentation (see docs/configuration.md for each one)."""
 
     file: str = "agent-traces.jsonl"
+    file_max_bytes: int = 0  # 0 = never rotate `file` (see exporter.py)
+    file_backups: int = 5
+    file_failed: str | None = None  # failing traces go here instead, with their own retention
+    file_failed_backups: int = 50
     capture_content: bool = True
     max_attribute_bytes: int = 16384
     entrypoints: tuple[str, ...] = ()

@@ -124,3 +124,18 @@ def test_spilling_gives_the_same_answer_as_memory(tmp_path, monkeypatch):
     assert len(spills) > 10
     assert origins(spilled) == origins(in_memory) == expected(40)
     assert [f.run.trace_id for f in spilled.findings] == [f.run.trace_id for f in in_memory.findings]
+
+
+def test_jaeger_parent_written_as_follows_from(tmp_path, capsys):
+    """OTLP -> Jaeger writes a parent that a link also targets as FOLLOWS_FROM, first and alone
+    (Jaeger v2's translator; our tool spans link their deciding step): it is still the parent."""
+    traces = [jaeger_trace(0), jaeger_trace(1)]
+    for trace in traces:
+        for span in trace["spans"]:
+            for ref in span["references"]:
+                ref["refType"] = "FOLLOWS_FROM"
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps({"data": traces}))
+    assert cli_main(["analyze", "--format", "json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {r["trace_id"]: r["origin"]["span_id"] for r in report["runs"]} == expected(2)

@@ -1,6 +1,7 @@
 """deploy/collector-config.yaml: well-formed, every referenced component defined, and its
 tail_sampling keeps what the in-process sampler keeps (errors, origin/critical, loop/budget)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,5 +25,7 @@ def test_collector_config():
             for v in p["string_attribute"]["values"]}
     assert {("agent_trace.lifecycle.phase", "origin"), ("agent_trace.lifecycle.phase", "critical"),
             ("agent_trace.error.type", "loop_detected"), ("agent_trace.error.type", "budget_exceeded")} <= kept
-    assert 0 < policies["probabilistic"]["probabilistic"]["sampling_percentage"] <= 100
+    share = str(policies["probabilistic"]["probabilistic"]["sampling_percentage"])
+    share = re.fullmatch(r"\$\{env:OTELCOL_SAMPLE_PERCENTAGE:-(\d+)\}", share).group(1)  # the default
+    assert 0 < int(share) <= 100
     assert cfg["exporters"]["file"]["format"] == "json"

@@ -1,7 +1,8 @@
 """Jaeger JSON: the UI's "Download JSON" and the HTTP API `/api/traces` (`{"data": [trace, ...]}`,
 each trace `{traceID, spans, processes}`), or one trace object alone.
 
-Mapping to the analyzer's span: `references` CHILD_OF → parent (the first one), FOLLOWS_FROM → a
+Mapping to the analyzer's span: `references` CHILD_OF → parent (the first one; without one, a
+first same-trace FOLLOWS_FROM is the parent too, as Jaeger writes a parent that is also linked), FOLLOWS_FROM → a
 link (Jaeger keeps no link attributes; ours are mirrored in `agent_trace.depends_on`), typed tags
 → attributes (`int64` and `float64` to numbers, `bool` to bools), `startTime`/`duration` in
 microseconds → nanoseconds, `processes[processID]` → resource (`serviceName` → `service.name`),
@@ -68,6 +69,11 @@ def _span(raw: dict[str, Any], resources: dict[str, dict[str, Any]]) -> Span:
             links.append(target)
     if raw.get("parentSpanID") and parent is None:  # older exports carry it directly
         parent = _id(raw["parentSpanID"], 16) if raw["parentSpanID"] != "0" else None
+    elif parent is None and links and links[0].trace_id == trace_id:
+        # OTLP -> Jaeger turns the parent reference into FOLLOWS_FROM, kept first, when a link also
+        # targets the parent (our tool spans link their deciding step); the Collector's own
+        # Jaeger -> OTLP translator reads it back the same way: no CHILD_OF, first FOLLOWS_FROM is the parent
+        parent = links[0].span_id
     attributes = _tags(raw.get("tags"))
     status = 0
     code = str(attributes.pop("otel.status_code", "")).upper()
