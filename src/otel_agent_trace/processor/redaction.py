@@ -205,7 +205,7 @@ class Redactor:
         total = 0
         for m in _B64_RUN.finditer(s):
             run = m.group()
-            if run.islower() or run.isdigit() or run.istitle() or ("-" in run and run.isupper()):
+            if run.islower() or run.isdigit() or (run[0].isupper() and run[1:].islower()) or ("-" in run and run.isupper()):
                 continue  # words, hex ids, numbers, ids and timestamps (ORD-1234, 2026-11-30T12)
             decoded = _b64_text(run)
             if decoded is None:
