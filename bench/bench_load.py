@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import tempfile
 import time
 
@@ -44,10 +43,12 @@ MESSAGE = "The customer asked about the refund of order A-{n}; the tool returned
 DISTINCT = 5000  # distinct message texts (agents repeat their contexts; the redaction cache holds them)
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """Resident (or, with VmHWM, peak resident) MB of this process image. Not `ru_maxrss`: on
+    Linux it keeps the high-water mark of the process that forked us across exec."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -122,7 +123,7 @@ def run(runs: int, rate: float, path: str, max_spans: int, max_bytes: int, queue
         "failing_written": sum(1 for t in failing if spans_by_trace.get(t) == 4),
         "written_spans": sum(spans_by_trace.values()), "written_traces": len(spans_by_trace),
         "dropped_by_batch_queue": drops.count,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(rss_mb("VmHWM"), 1),
         "rss_mb": checkpoints, "sampler": stats, "max_spans": max_spans, "max_bytes": max_bytes,
     }
 

@@ -21,6 +21,8 @@ from typing import Any, Callable
 import openai
 import pytest
 import support_agent
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import SpanProcessor
 
 import otel_agent_trace
 from otel_agent_trace import _failopen
@@ -411,6 +413,7 @@ def test_an_exception_injected_at_each_place_leaves_the_agent_unchanged(instrume
     baseline = _agent_outcomes(client)
     places = _discover_places(instrument, client, monkeypatch)
     assert len(places) >= 5, places  # run, model call, stream and tool places at least
+    saved = otel_context.get_current()
     for where in places:
         def failing(name, fn, *args, _where=where, **kwargs):
             if name == _where:
@@ -427,6 +430,9 @@ def test_an_exception_injected_at_each_place_leaves_the_agent_unchanged(instrume
             caplog.clear()
             traced = instrument(entrypoints="support_agent:handle_ticket")
             got = _agent_outcomes(client)
+        # a failed `*.detach` leaves the call's context attached in this thread (the injected
+        # failure replaced the detach itself): put the test's context back for the next place
+        otel_context.attach(saved)
         assert got == baseline, where
         lines = our_log_lines(caplog)
         assert sum(lines.values()) == 1, (where, lines)  # one line for this failure kind, however often it fired
@@ -482,22 +488,32 @@ def test_an_exception_in_each_processor_stage_leaves_the_agent_unchanged(client,
 
 
 def _drain_stale_step(client):
-    """Work around the xfail below: a step left open by an earlier test's session is ended by the
-    next model call into that session's provider; let a throwaway session take it."""
+    """Work around the xfail below: an implicit run left open by an earlier session is continued
+    (or ended into that session's provider) by the next model call; let a throwaway session take
+    it, with a conversation no test uses."""
     from opentelemetry.sdk.trace import TracerProvider
 
     from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
     throwaway = AgentTraceInstrumentor()
+    if throwaway.is_instrumented_by_opentelemetry:
+        return
     throwaway.instrument(tracer_provider=TracerProvider())
     try:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": support_agent.TICKETS[0]}])
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "fault-matrix drain"}])
     finally:
         throwaway.uninstrument()
 
 
+@pytest.fixture(autouse=True)
+def _isolated(client):
+    """No implicit run of this module's sessions reaches the next test (see the xfail below)."""
+    yield
+    _drain_stale_step(client)
+
+
 # --- found by this suite: for the recorder ---------------------------------------------------------------
-class _Counting:
+class _Counting(SpanProcessor):
     """A real SDK span processor that counts what started and what ended."""
 
     def __init__(self):
@@ -517,21 +533,33 @@ class _Counting:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "recorder: a model call outside any run opens a step span that only the next model call ends; "
-    "after uninstrument() it stays open (lost at exit), and the first call of a later instrumented "
-    "session ends it into the old, shut-down provider (recorder/steps.py close_open_step)"))
-def test_uninstrument_ends_every_span_it_started(client):
+    "recorder: after the demo's session (a streamed call outside any run, then the four tickets as "
+    "entrypoint runs) and uninstrument(), a span of that session is still open; the first model call "
+    "of the next instrumented session ends it (recorder/steps.py close_open_step via start_chat) into "
+    "the old provider, after its uninstrument"))
+def test_no_span_reaches_a_provider_after_its_uninstrument(client):
     from opentelemetry.sdk.trace import TracerProvider
 
     from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
-    counting = _Counting()
-    provider = TracerProvider()
-    provider.add_span_processor(counting)
     instrumentor = AgentTraceInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": support_agent.TICKETS[0]}])
-    finally:
-        instrumentor.uninstrument()
-    assert counting.started and sorted(counting.started) == sorted(counting.ended), (counting.started, counting.ended)
+    old, new = _Counting(), _Counting()
+
+    def sessions():  # a fresh thread: no state of earlier tests, none left to later ones
+        for counting in (old, new):
+            provider = TracerProvider()
+            provider.add_span_processor(counting)
+            instrumentor.instrument(tracer_provider=provider, entrypoints="support_agent:handle_ticket")
+            try:
+                _agent_outcomes(client)
+            finally:
+                instrumentor.uninstrument()
+            if counting is old:
+                seen["old after its session"] = len(old.ended)
+        seen["old at the end"] = len(old.ended)
+
+    seen = {}
+    worker = threading.Thread(target=sessions)
+    worker.start()
+    worker.join(60)
+    assert seen["old after its session"] == seen["old at the end"], seen

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -26,8 +25,10 @@ TRACE_SPANS = 1_000_000 if LONG else 20_000
 
 def cli(*args: str, timeout: float = 600) -> tuple[int, dict, str, float, float]:
     """(exit code, JSON report, stderr, seconds, peak RSS MB of the CLI process)."""
-    script = ("import resource, sys\nfrom otel_agent_trace.cli import main\ncode = main(sys.argv[1:])\n"
-              "sys.stderr.write('\\nPEAK_RSS_KB %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    # VmHWM, not ru_maxrss: on Linux the latter keeps the forking process's peak across exec
+    script = ("import sys\nfrom otel_agent_trace.cli import main\ncode = main(sys.argv[1:])\n"
+              "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')][0]\n"
+              "sys.stderr.write('\\nPEAK_RSS_KB %s\\n' % hwm)\n"
               "sys.exit(code)\n")
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", script, "analyze", "--format", "json", *args],
