@@ -199,32 +199,32 @@ class Redactor:
         """Values hidden in base64 text (data URLs, encoded payloads, basic-auth headers): each run
         that decodes to UTF-8 text is scanned, and when it holds a value it is re-encoded, in the
         same alphabet and padding, from its redacted text. Hashes and words decode to binary and
-        are left alone."""
-        parts: list[str] = []
-        pos = 0
+        are left alone. Runs are looked for only inside the long whitespace-separated tokens
+        (`str.split` is C-fast; a regex pass over the whole text cost 4x more)."""
+        replaced: dict[str, str] = {}
         total = 0
-        for m in _B64_RUN.finditer(s):
-            run = m.group()
-            if run.islower() or run.isdigit() or (run[0].isupper() and run[1:].islower()) or ("-" in run and run.isupper()):
-                continue  # words, hex ids, numbers, ids and timestamps (ORD-1234, 2026-11-30T12)
-            decoded = _b64_text(run)
-            if decoded is None:
-                continue
-            red, n = self._scan_plain(decoded)
-            if "%" in red and _PERCENT.search(red):
-                red2, more = self._scan_plain(unquote(red))
-                if more:
-                    red, n = red2, n + more
-            if not n:
-                continue
-            parts.append(s[pos:m.start()])
-            parts.append(_b64_encode(red, m.group()))
-            pos = m.end()
-            total += n
-        if not total:
-            return s, 0
-        parts.append(s[pos:])
-        return "".join(parts), total
+        for token in s.split():
+            if len(token) < 10 or token.islower() or token.isdigit() or ("-" in token and token.isupper()):
+                continue  # words, hex, numbers, ids and timestamps (`"2026-11-30T12:05:00Z",`)
+            for m in _B64_RUN.finditer(token):
+                run = m.group()
+                if run in replaced or run.islower() or run.isdigit() or (run[0].isupper() and run[1:].islower()) \
+                        or ("-" in run and run.isupper()):
+                    continue  # words, hex ids, numbers, ids and timestamps (ORD-1234, 2026-11-30T12)
+                decoded = _b64_text(run)
+                if decoded is None:
+                    continue
+                red, n = self._scan_plain(decoded)
+                if "%" in red and _PERCENT.search(red):
+                    red2, more = self._scan_plain(unquote(red))
+                    if more:
+                        red, n = red2, n + more
+                if n:
+                    replaced[run] = _b64_encode(red, run)
+                    total += n
+        for run in sorted(replaced, key=len, reverse=True):  # a longer run first: never a piece of one
+            s = s.replace(run, replaced[run])
+        return s, total
 
     def _scan_plain(self, s: str) -> tuple[str, int]:
         found = self._scan(s)
