@@ -222,3 +222,113 @@ def sensitive_forms(value: str) -> set[str]:
     """The seeded value as written and in ASCII: neither may appear in the output."""
     part = sensitive_part(value)
     return {part, ascii_form(part)}
+
+
+# --- adversarial forms (issue 18): the same values, written the ways that hide them --------------
+def url_encoded(rnd: random.Random, value: str) -> str:
+    """In a URL query, percent-encoded (every byte, or only the reserved ones)."""
+    from urllib.parse import quote
+
+    safe = "" if rnd.random() < 0.5 else "/:@"
+    return f"https://api.example.com/v1/search?q={quote('contact ' + value, safe=safe)}&page=2"
+
+
+def base64_text(rnd: random.Random, value: str) -> str:
+    """Inside base64 text (standard or URL-safe alphabet, padded or not), as payloads and data URLs carry it."""
+    import base64
+
+    raw = rnd.choice(["contact: ", "", "user said "]) + value
+    if rnd.random() < 0.5:
+        enc = base64.b64encode(raw.encode()).decode()
+    else:
+        enc = base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return rnd.choice(["payload ", "data:text/plain;base64,", "Basic ", "blob="]) + enc
+
+
+def nested_json(rnd: random.Random, value: str) -> str:
+    """Tool arguments whose values are JSON strings holding JSON strings (up to 5 levels)."""
+    import json
+
+    doc: object = {"value": value}
+    for _ in range(rnd.randint(1, 5)):
+        doc = {"arguments": json.dumps(doc), "n": rnd.randint(1, 9)}
+    return json.dumps(doc)
+
+
+def split_json(rnd: random.Random, value: str) -> tuple[str, str, str]:
+    """The value cut in two JSON strings of one object: (the JSON text, first half, second half)."""
+    import json
+
+    part = sensitive_part(value)
+    cut = rnd.randint(1, max(1, len(part) - 1))
+    return json.dumps({"first": part[:cut], "second": part[cut:]}), part[:cut], part[cut:]
+
+
+def recoverable(blob: str) -> str:
+    """`blob` plus what the obvious decodings recover from it (percent-decoding, every base64 run,
+    NFKC): a value is leaked when any of these shows it."""
+    import base64
+    import binascii
+    import re
+    from urllib.parse import unquote
+
+    out = [blob, unquote(blob)]
+    for run in re.findall(r"[A-Za-z0-9+/_-]{8,}={0,2}", out[1]):
+        body = run.rstrip("=")
+        for alt in (None, b"-_"):
+            try:
+                out.append(base64.b64decode(body + "=" * (-len(body) % 4), altchars=alt).decode("utf-8", "ignore"))
+            except (binascii.Error, ValueError):
+                pass
+    return ascii_form("\x00".join(out))
+
+
+# --- text with no personal data: what must come out unchanged (false positives) ------------------
+_MODELS = ["gpt-4o-2024-08-06", "gpt-4.1-mini", "o3-mini-2025-01-31", "claude-3-5-sonnet-20241022",
+           "claude-sonnet-4-20250514", "gemini-1.5-pro-002", "llama-3.1-70b-instruct", "qwen2.5-72b-instruct",
+           "mistral-large-2411", "text-embedding-3-large", "deepseek-r1-distill-qwen-32b"]
+_CODE = ["def handle(ticket):\n    return lookup_order(ticket.order_id)[:10]",
+         "for (let i = 0; i < items.length; i++) { total += items[i].price * 100; }",
+         "SELECT id, created_at FROM orders WHERE status = 'paid' LIMIT 100 OFFSET 200;",
+         "x = np.arange(0, 1024, 8).reshape(32, 4)",
+         "if resp.status_code == 429: time.sleep(2 ** attempt)",
+         "docker run -p localhost:8080:80 -e WORKERS=4 nginx:1.25.3",
+         "git checkout 3f2a9c1e8b7d6f5a4c3b2a1908f7e6d5c4b3a291 -- src/app.py",
+         "@@ -120,7 +120,9 @@ class Recorder:", "export PATH=/usr/local/bin:$PATH", "version = \"2.31.0\""]
+
+
+def benign(rnd: random.Random) -> str:
+    """One string an agent trace carries that holds no personal data: code, ids, hashes, times,
+    counts, model names, versions, paths, base64 of binary."""
+    import base64
+    import hashlib
+    import uuid
+
+    kind = rnd.randrange(12)
+    if kind == 0:
+        return rnd.choice(_CODE)
+    if kind == 1:
+        return str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+    if kind == 2:
+        h = hashlib.sha256(str(rnd.random()).encode())
+        return rnd.choice([h.hexdigest(), h.hexdigest()[:16], hashlib.md5(h.digest()).hexdigest(), hashlib.sha1(h.digest()).hexdigest()])
+    if kind == 3:
+        sec = rnd.randint(1_600_000_000, 1_900_000_000)
+        return rnd.choice([str(sec), str(sec * 1000 + rnd.randint(0, 999)), str(sec * 10**9 + rnd.randint(0, 10**9 - 1)),
+                           f"2026-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d}T{rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}:"
+                           f"{rnd.randint(0, 59):02d}.{rnd.randint(0, 999999):06d}Z"])
+    if kind == 4:
+        return f"prompt_tokens={rnd.randint(1, 200000)} completion_tokens={rnd.randint(1, 8000)} total={rnd.randint(1, 208000)}"
+    if kind == 5:
+        return rnd.choice(_MODELS)
+    if kind == 6:
+        return f"v{rnd.randint(0, 30)}.{rnd.randint(0, 99)}.{rnd.randint(0, 999)}"
+    if kind == 7:
+        return f"/var/lib/app/{uuid.UUID(int=rnd.getrandbits(128)).hex[:8]}/chunk-{rnd.randint(0, 99999):05d}.parquet"
+    if kind == 8:
+        return base64.b64encode(rnd.randbytes(rnd.randint(12, 96))).decode()
+    if kind == 9:
+        return f"span {rnd.getrandbits(64):016x} of trace {rnd.getrandbits(128):032x}"
+    if kind == 10:
+        return f"order ORD-{rnd.randint(10**7, 10**8)} total {rnd.randint(1, 99999) / 100:.2f} EUR, {rnd.randint(1, 40)} items"
+    return f"latency_ms={rnd.random() * 3000:.3f} p99={rnd.randint(100, 9000)}ms retries={rnd.randint(0, 5)}"

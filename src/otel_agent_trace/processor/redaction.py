@@ -18,6 +18,8 @@ recorder's hash keys.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import logging
@@ -51,7 +53,13 @@ ENUM_KEYS = frozenset({
     model.DEPENDS_ON_RELATIONS, model.GEN_AI_OPERATION_NAME, model.TOOL_SOURCE,
 })
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+# base64 runs (standard or URL-safe alphabet) long enough to hold a value (10 chars = 7 bytes,
+# an IPv4 address); see `_base64` for the runs that are never tried
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
 _CHUNK = 1024
+# JSON inside JSON strings is parsed this deep; deeper, its text is scanned as escaped JSON, where
+# `\uXXXX` escapes glue hex digits to a value (tool arguments nest 1-3 levels in practice)
+_JSON_DEPTH = 8
 _LONG = 4 * _CHUNK
 
 
@@ -181,8 +189,42 @@ class Redactor:
             decoded = unquote(out)
             red, more = self._scan_plain(decoded)
             if more:
-                return red, n + more
+                out, n = red, n + more
+        if len(out) >= 10:
+            out, more = self._base64(out)
+            n += more
         return out, n
+
+    def _base64(self, s: str) -> tuple[str, int]:
+        """Values hidden in base64 text (data URLs, encoded payloads, basic-auth headers): each run
+        that decodes to UTF-8 text is scanned, and when it holds a value it is re-encoded, in the
+        same alphabet and padding, from its redacted text. Hashes and words decode to binary and
+        are left alone. Runs are looked for only inside the long whitespace-separated tokens
+        (`str.split` is C-fast; a regex pass over the whole text cost 4x more)."""
+        replaced: dict[str, str] = {}
+        total = 0
+        for token in s.split():
+            if len(token) < 10 or token.islower() or token.isdigit() or ("-" in token and token.isupper()):
+                continue  # words, hex, numbers, ids and timestamps (`"2026-11-30T12:05:00Z",`)
+            for m in _B64_RUN.finditer(token):
+                run = m.group()
+                if run in replaced or run.islower() or run.isdigit() or (run[0].isupper() and run[1:].islower()) \
+                        or ("-" in run and run.isupper()):
+                    continue  # words, hex ids, numbers, ids and timestamps (ORD-1234, 2026-11-30T12)
+                decoded = _b64_text(run)
+                if decoded is None:
+                    continue
+                red, n = self._scan_plain(decoded)
+                if "%" in red and _PERCENT.search(red):
+                    red2, more = self._scan_plain(unquote(red))
+                    if more:
+                        red, n = red2, n + more
+                if n:
+                    replaced[run] = _b64_encode(red, run)
+                    total += n
+        for run in sorted(replaced, key=len, reverse=True):  # a longer run first: never a piece of one
+            s = s.replace(run, replaced[run])
+        return s, total
 
     def _scan_plain(self, s: str) -> tuple[str, int]:
         found = self._scan(s)
@@ -262,7 +304,7 @@ class Redactor:
 
     def _walk(self, node: Any, depth: int) -> tuple[Any, int]:
         if isinstance(node, str):
-            if depth < 3 and node[:1] in ("{", "["):
+            if depth < _JSON_DEPTH and node[:1] in ("{", "["):
                 red = self._json(node, depth + 1)
                 if red is not None:
                     return red
@@ -384,6 +426,33 @@ def scrub_span(span: ReadableSpan) -> ReadableSpan:
         span, name="[REDACTED]", attributes=attrs, events=(), links=tuple(Link(l.context) for l in span.links),
         status=Status(span.status.status_code), resource=Resource({}, span.resource.schema_url),
     )
+
+
+def _b64_text(run: str) -> str | None:
+    """The printable UTF-8 text a base64 run decodes to, or None (binary, or not base64)."""
+    body = run.rstrip("=")
+    urlsafe = "-" in body or "_" in body
+    if len(body) % 4 == 1 or (urlsafe and ("+" in body or "/" in body)):
+        return None
+    try:
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_" if urlsafe else None, validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if not text or not (text.isprintable() or all(c.isprintable() or c.isspace() for c in text)):
+        return None
+    return text
+
+
+def _b64_encode(text: str, like: str) -> str:
+    """`text` in base64 with the alphabet of `like`; padded unless `like` is unpadded URL-safe or
+    was left unpadded where it needed padding."""
+    body = like.rstrip("=")
+    urlsafe = "-" in body or "_" in body
+    out = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(text.encode()).decode()
+    if like.endswith("=") or (not urlsafe and len(body) % 4 == 0):
+        return out
+    return out.rstrip("=")
 
 
 _logged: set[str] = set()

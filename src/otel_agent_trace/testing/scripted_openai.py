@@ -8,6 +8,10 @@ truncate their history). A conversation that names no key gets the script `"*"`,
 (`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
 `{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
 returning one. `stream: true` is answered with server-sent events, like the real API.
+
+Faults, for the reliability tests: `{"body": {...}}` is sent as the whole JSON response (missing
+or malformed fields); `{"delay": s}` waits before answering; in a stream, `{"chunk_delay": s}`
+waits between events and `{"break_after": n}` drops the connection after n events (no `[DONE]`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class ScriptedOpenAIServer:
         self._served: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._server = _Server((host, port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -79,6 +83,10 @@ class ScriptedOpenAIServer:
             return {"content": self.default}
         turn = script[index]
         return dict(turn(body) if callable(turn) else turn)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # 100 concurrent clients connect at once in the reliability tests
 
 
 def completion_body(turn: Mapping[str, Any], model: str, index: int, prompt_tokens: int) -> dict[str, Any]:
@@ -155,11 +163,14 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                                                                   "type": "server_error"}})
             if turn.get("delay"):
                 time.sleep(float(turn["delay"]))
+            if "body" in turn:
+                return self._json(200, turn["body"])
             index = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
             prompt_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
             completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
             if body.get("stream"):
-                return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+                return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")),
+                                 float(turn.get("chunk_delay") or 0), turn.get("break_after"))
             return self._json(200, completion)
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
@@ -170,7 +181,8 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _sse(self, completion: dict[str, Any], include_usage: bool) -> None:
+        def _sse(self, completion: dict[str, Any], include_usage: bool, chunk_delay: float = 0.0,
+                 break_after: int | None = None) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
@@ -179,9 +191,19 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             events = stream_chunks(completion)
             if include_usage:
                 events.append({**events[-1], "choices": [], "usage": completion["usage"]})
-            for event in events:
-                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
+            try:
+                for n, event in enumerate(events):
+                    if break_after is not None and n >= break_after:
+                        self.wfile.flush()
+                        self.connection.shutdown(2)  # dropped mid-stream: no [DONE]
+                        return
+                    self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                    if chunk_delay:
+                        self.wfile.flush()
+                        time.sleep(chunk_delay)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except OSError:  # the client went away (abandoned or cancelled stream)
+                return
 
     return Handler

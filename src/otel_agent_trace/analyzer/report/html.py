@@ -8,6 +8,8 @@ the chain table, evidence, and the step-by-step replay.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from typing import Any
 
@@ -57,11 +59,20 @@ document.body.setAttribute('data-ready','1');
 """
 
 
+# Trace content is escaped everywhere (`E`); the policy is the second wall: no network, no script
+# but our own inline one (by its hash), no plugins, no forms, no base URL. Inline `style`
+# attributes are allowed (bars and pills are coloured by them); CSS cannot run script.
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+       f"script-src 'sha256-{base64.b64encode(hashlib.sha256(JS.encode()).digest()).decode()}'; "
+       "base-uri 'none'; form-action 'none'")
+
+
 def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
     data = data if data is not None else to_dict(analysis)
     s = data["summary"]
     m = s.get("metrics") or {}
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
              "<meta name='viewport' content='width=device-width,initial-scale=1'>",
              "<title>Agent trace analysis</title><style>", CSS, ".hl{outline:2px solid #000}</style></head><body>",
              f"<header><h1>Agent trace analysis</h1><p>{s['runs']} run(s), {s['failed_runs']} failed, "
