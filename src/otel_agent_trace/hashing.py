@@ -56,19 +56,24 @@ def context_hash(model: str | None, message_hashes: Iterable[str], tools: Any, p
     return digest.hexdigest()
 
 
-_TOOLS_JSON: dict[int, tuple[Any, bytes]] = {}
+_TOOLS_JSON: dict[tuple[int, ...], tuple[Any, bytes]] = {}
 
 
 def _tools_json(tools: Any) -> bytes:
-    """Canonical JSON of a tool list, cached by identity (holding the list, so its id stays
-    valid): providers hand the same cached plain copy every call (providers/_translate.py)."""
-    hit = _TOOLS_JSON.get(id(tools))
+    """Canonical JSON of a tool list, cached by identity: providers hand the same cached plain
+    copy every call (providers/_translate.py). Keyed like `plain_tools`, by the ids of the list
+    and of each definition (the cache holds the list, so they stay valid): a list grown, shrunk
+    or edited by replacement misses; a definition edited deep in place keeps its former JSON."""
+    if not isinstance(tools, list):
+        return canonical_json(tools)
+    key = (id(tools), *map(id, tools))
+    hit = _TOOLS_JSON.get(key)
     if hit is not None and hit[0] is tools:
         return hit[1]
     data = canonical_json(tools)
     if len(_TOOLS_JSON) >= 64:
         _TOOLS_JSON.clear()
-    _TOOLS_JSON[id(tools)] = (tools, data)
+    _TOOLS_JSON[key] = (tools, data)
     return data
 
 
