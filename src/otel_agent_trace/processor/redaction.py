@@ -56,6 +56,7 @@ _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 # base64 runs (standard or URL-safe alphabet) long enough to hold a value (10 chars = 7 bytes,
 # an IPv4 address); see `_base64` for the runs that are never tried
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
+_ENUM, _HEX = "\0enum", "\0hex"  # key classes (never a pseudonym kind: those are [A-Z0-9_]+)
 _CHUNK = 1024
 # JSON inside JSON strings is parsed this deep; deeper, its text is scanned as escaped JSON, where
 # `\uXXXX` escapes glue hex digits to a value (tool arguments nest 1-3 levels in practice)
@@ -133,6 +134,8 @@ class Redactor:
         self._cache_chars = 0
         self._cache_limit = cache_chars
         self._resources: dict[int, tuple[Resource, Resource]] = {}
+        self._key_classes: dict[str, str | None] = {}  # attribute key -> how its strings are read
+        self._key_rules = len(self.rules.keys)  # key rules added later clear `_key_classes`
         self._lock = threading.Lock()
 
     # --- strings ------------------------------------------------------------------------------
@@ -270,13 +273,32 @@ class Redactor:
             return (tuple(out) if total else v), total
         return v, 0
 
+    def _key_class(self, key: str) -> str | None:
+        """`_ENUM`, `_HEX`, a key rule's pseudonym kind, or None (scan the value): decided once
+        per attribute key, since spans repeat the same few keys."""
+        try:
+            return self._key_classes[key]
+        except KeyError:
+            pass
+        if key in ENUM_KEYS:
+            found: str | None = _ENUM
+        elif key in HEX_KEYS:
+            found = _HEX
+        else:
+            found = self.rules.key_kind(key)
+        if len(self._key_classes) < 4096:
+            self._key_classes[key] = found
+        return found
+
     def _string_value(self, key: str, s: str) -> tuple[str, int]:
         try:
-            if key in ENUM_KEYS:
+            kind = self._key_class(key)
+            if kind is _ENUM:
                 return s, 0
-            if key in HEX_KEYS and _HEXLIKE.fullmatch(s):
-                return s, 0
-            kind = self.rules.key_kind(key)
+            if kind is _HEX:
+                if _HEXLIKE.fullmatch(s):
+                    return s, 0
+                kind = self.rules.key_kind(key)
             if kind is not None:
                 return (self.pseudonym(kind, s), 1) if s else (s, 0)
             head = s[:1]
@@ -340,7 +362,12 @@ class Redactor:
         out: dict[str, Any] | None = None
         total = 0
         for k, v in attrs.items():
-            new, n = self.value(k, v)
+            if isinstance(v, str):
+                new, n = self._string_value(k, v)
+            elif isinstance(v, (list, tuple)):
+                new, n = self.value(k, v)
+            else:
+                continue
             if n:
                 if out is None:
                     out = dict(attrs)
@@ -364,18 +391,23 @@ class Redactor:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """The span with every string it carries redacted, `agent_trace.redaction.count` set."""
+        if len(self.rules.keys) != self._key_rules:
+            self._key_rules = len(self.rules.keys)
+            self._key_classes = {}
         changes: dict[str, Any] = {}
         total = 0
         name, n = self.text(span.name)
         if n:
             changes["name"] = name
             total += n
-        attrs, n = self.attributes(span.attributes)
+        # the SDK's `attributes` / `events` / `links` properties copy on every read: read them once
+        raw_attrs, raw_events, raw_links = _raw_parts(span)
+        attrs, n = self.attributes(raw_attrs)
         total += n
-        if span.events:
+        if raw_events:
             events = []
             changed = False
-            for e in span.events:
+            for e in raw_events:
                 ename, n1 = self.text(e.name)
                 eattrs, n2 = self.attributes(e.attributes)
                 if n1 or n2:
@@ -386,10 +418,10 @@ class Redactor:
                     events.append(e)
             if changed:
                 changes["events"] = tuple(events)
-        if span.links:
+        if raw_links:
             links = []
             changed = False
-            for link in span.links:
+            for link in raw_links:
                 lattrs, n = self.attributes(link.attributes)
                 if n:
                     changed = True
@@ -409,11 +441,19 @@ class Redactor:
         if resource is not span.resource:
             changes["resource"] = resource
         if total:
-            attrs = attrs if attrs is not None else dict(span.attributes or {})
+            attrs = attrs if attrs is not None else dict(raw_attrs or {})
             attrs[REDACTION_COUNT] = total
         if attrs is not None:
             changes["attributes"] = attrs
         return RedactedSpan(span, **changes) if changes else span
+
+
+def _raw_parts(span: ReadableSpan) -> tuple[Any, Any, Any]:
+    """A span's attributes, events and links as stored (an SDK span), else through its properties."""
+    try:
+        return span._attributes, span._events, span._links
+    except AttributeError:
+        return span.attributes, span.events, span.links
 
 
 def scrub_span(span: ReadableSpan) -> ReadableSpan:

@@ -56,7 +56,10 @@ def normalized(raw: Any, to_message: Callable[[Any], Message]) -> tuple[Message,
     message objects every turn. A hit needs the same object with the same `content` and
     `tool_calls` objects, so replacing a message's content is seen; a message edited deeper in
     place (a tool call's arguments) keeps its former hash until it is replaced."""
-    content, calls = get(raw, "content"), get(raw, "tool_calls")
+    if type(raw) is dict:  # the common case, read without a call per key
+        content, calls = raw.get("content"), raw.get("tool_calls")
+    else:
+        content, calls = get(raw, "content"), get(raw, "tool_calls")
     hit = _MESSAGE_CACHE.get(id(raw))
     if hit is not None and hit[0] is raw and hit[1] is content and hit[2] is calls:
         return hit[3], hit[4]
