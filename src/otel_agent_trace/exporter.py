@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_agent_trace import config as config_module
+from otel_agent_trace._failopen import log_once
 from otel_agent_trace.config import ENV_PREFIX, AgentTraceConfig
 from otel_agent_trace.processor.sampling import is_failing
 from otel_agent_trace.rotating_file import RotatingLineFile
@@ -89,8 +90,8 @@ class AgentTraceFileExporter(SpanExporter):
             self._write(self._failed, failing)
             self._write(self._main, healthy)
             return SpanExportResult.SUCCESS
-        except Exception:  # noqa: BLE001 - fail-open: a full disk must not raise into the SDK
-            _logger.exception("otel-agent-trace: could not write %d spans to %s", len(spans), self.path)
+        except Exception as exc:  # noqa: BLE001 - fail-open: a full disk must not raise into the SDK
+            log_once(f"agent_trace_file: writing {self.path}", exc)  # once per kind, not per batch
             return SpanExportResult.FAILURE
 
     def _split(self, spans: Sequence[ReadableSpan]) -> tuple[list[ReadableSpan], list[ReadableSpan]]:
@@ -144,8 +145,8 @@ class AgentTraceFileExporter(SpanExporter):
             try:
                 self._write(self._failed, failing)
                 self._write(self._main, healthy)
-            except Exception:  # noqa: BLE001 - fail-open at exit too
-                _logger.exception("otel-agent-trace: could not write held spans at shutdown")
+            except Exception as exc:  # noqa: BLE001 - fail-open at exit too
+                log_once(f"agent_trace_file: writing {self.path} at shutdown", exc)
         self._main.close()
         if self._failed is not None:
             self._failed.close()

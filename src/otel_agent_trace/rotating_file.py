@@ -56,30 +56,48 @@ class RotatingLineFile:
         self.max_bytes = max_bytes
         self.backups = backups
         self._lock = threading.Lock()
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self._fd = self._open()
-        self._size = os.fstat(self._fd).st_size
+        # opened at the first write, and again after a failed one: a file that cannot be opened
+        # (read-only disk, a path through a file) fails that write, never the exporter's creation
+        self._fd: int | None = None
+        self._size = 0
         self._last_micros = 0
         self.closed = False
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._size = os.fstat(fd).st_size
+        return fd
 
     def write_line(self, line: bytes) -> None:
         """Append one line (which must end in a newline), rotating first if it would overflow."""
         with self._lock:
             if self.closed:
                 raise ValueError(f"{self.path}: write to a closed file")
-            if self.max_bytes and self._size and self._size + len(line) > self.max_bytes:
-                self._rotate()
-            view = memoryview(line)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            try:
+                if self._fd is None:
+                    self._fd = self._open()
+                if self.max_bytes and self._size and self._size + len(line) > self.max_bytes:
+                    self._rotate()
+                view = memoryview(line)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+            except OSError:
+                self._drop()  # a fresh handle for the next line
+                raise
             self._size += len(line)
 
+    def _drop(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def _rotate(self) -> None:
-        os.close(self._fd)
+        self._drop()
         # names must sort in write order: never reuse or go below the last stamp (same microsecond,
         # clock stepped back)
         micros = max(time.time_ns() // 1000, self._last_micros + 1)
@@ -88,7 +106,6 @@ class RotatingLineFile:
         self._last_micros = micros
         os.replace(self.path, target)
         self._fd = self._open()
-        self._size = 0
         if self.backups:
             for old in backups_of(self.path)[:-self.backups]:
                 try:
@@ -100,4 +117,4 @@ class RotatingLineFile:
         with self._lock:
             if not self.closed:
                 self.closed = True
-                os.close(self._fd)
+                self._drop()

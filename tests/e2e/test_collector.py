@@ -7,7 +7,6 @@ import json
 import os
 import time
 import urllib.request
-from pathlib import Path
 
 from conftest import analyze, files_of, otlp_spans, run_demo, wait_for
 from procs import Collector, started
