@@ -264,3 +264,41 @@ def test_an_unusable_recording_by_environment_stops_with_one_clear_line(tmp_path
     assert again.returncode == 2
     assert "OTEL_AGENT_TRACE_CAPTURE_CONTENT=true" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def decorated_tools(monkeypatch: pytest.MonkeyPatch, ran: list[str]) -> None:
+    """The example's tools, decorated with @otel_agent_trace.tool; `ran` logs real executions."""
+    def decorated(name: str, real: Any) -> Any:
+        def impl(**arguments: Any) -> Any:
+            ran.append(name)
+            return real(**arguments)
+
+        impl.__name__ = name
+        return otel_agent_trace.tool(name=name)(impl)
+
+    monkeypatch.setattr(support_agent, "TOOLS", {n: decorated(n, f) for n, f in support_agent.TOOLS.items()})
+
+
+def test_recorded_tools_answer_decorated_tools_from_the_trace(tmp_path, monkeypatch, capsys):
+    ran: list[str] = []
+    decorated_tools(monkeypatch, ran)
+    path, answer = record(tmp_path, plain)
+    assert ran == ["lookup_order", "calculate_refund"]
+    ran.clear()
+    # the live order service is gone too: only the recording can answer
+    monkeypatch.setattr(support_agent, "ORDERS", {})
+    with Session() as session, otel_agent_trace.replay(str(path), tools="recorded") as replayer:
+        assert plain(closed_port_url()) == answer
+    assert ran == [] and replayer.diverged is None
+    tools = [s for s in session.spans() if s.name.startswith("execute_tool")]
+    assert [s.attributes["gen_ai.tool.name"] for s in tools] == ["lookup_order", "calculate_refund"]
+    assert "cannot stub" not in capsys.readouterr().err
+
+
+def test_recorded_tools_say_which_inferred_tools_they_cannot_stub(tmp_path, capsys):
+    path, answer = record(tmp_path, plain)
+    with Session(), otel_agent_trace.replay(str(path), tools="recorded"):
+        assert plain(closed_port_url()) == answer
+    err = capsys.readouterr().err
+    assert err.count("replay_tools=recorded cannot stub calculate_refund, lookup_order") == 1
+    assert "OTEL_AGENT_TRACE_TOOLS" in err

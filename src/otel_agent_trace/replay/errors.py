@@ -16,3 +16,7 @@ class ReplayDivergence(RuntimeError):
         super().__init__(message)
         self.step = step
         self.message_index = message_index
+
+
+class RecordedToolError(RuntimeError):
+    """replay_tools=recorded: the tool raised in the recording, so it raises again."""

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.replay import REPLAY_OF, current
+from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 
 # build(response, request, instance, kwargs) -> the SDK object (an awaitable for an async client)
 Build = Callable[[ChatResponse, ChatRequest, Any, dict], Any]
@@ -35,3 +36,24 @@ def replayed(invocation: Any, build: Build, instance: Any, kwargs: dict, where: 
 def _mark(invocation: Any, origin: str) -> None:
     for span in (invocation.span, invocation.step.span, invocation.run.span):
         span.set_attribute(REPLAY_OF, origin)
+
+
+def _recorded_tool(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    replayer = current()
+    if replayer is None or replayer.tools != "recorded":
+        return _NO_RECORDING
+    from otel_agent_trace.tools.decorator import describe_call
+
+    tool, arguments, _ = describe_call(func, name, args, kwargs)
+    return replayer.tool_answer(tool, arguments)
+
+
+def tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    """A decorated or named tool's result: recorded (replay_tools=recorded), else the call's."""
+    found = _recorded_tool(func, name, args, kwargs)
+    return func(*args, **kwargs) if found is _NO_RECORDING else found
+
+
+async def async_tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    found = _recorded_tool(func, name, args, kwargs)
+    return (await func(*args, **kwargs)) if found is _NO_RECORDING else found

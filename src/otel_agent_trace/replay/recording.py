@@ -23,6 +23,7 @@ from otel_agent_trace.model import (
     GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    TOOL_OUTCOME,
     TOOL_SOURCE,
     ChatResponse,
     Message,
@@ -50,6 +51,8 @@ class RecordedTool:
     arguments: Any
     result: Any
     source: str | None
+    outcome: str | None = None
+    error: str | None = None  # the recorded exception's message
 
 
 @dataclass
@@ -105,7 +108,8 @@ def load(path: str, trace_id: str | None = None) -> Recording:
     tools = [RecordedTool(str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name.split(" ", 1)[-1]),
                           parse_json_or_text(t.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)),
                           parse_json_or_text(t.attributes.get(GEN_AI_TOOL_CALL_RESULT)),
-                          t.attributes.get(TOOL_SOURCE)) for t in run.tools]
+                          t.attributes.get(TOOL_SOURCE), t.attributes.get(TOOL_OUTCOME),
+                          t.status_message or None) for t in run.tools]
     return Recording(path, run.trace_id, steps, messages, tools)
 
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
+
+import orjson
 
 from otel_agent_trace import hashing
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message
-from otel_agent_trace.replay.errors import ReplayDivergence
+from otel_agent_trace.model import ChatRequest, ChatResponse, Message, parse_json_or_text
+from otel_agent_trace.replay.errors import RecordedToolError, ReplayDivergence
 from otel_agent_trace.replay.recording import Recording, RecordedStep
 
 MODES = ("strict", "fallthrough")
 TOOL_MODES = ("live", "recorded")
+LIVE = object()  # no recorded answer: call the real thing
 
 
 class Replayer:
@@ -35,7 +39,34 @@ class Replayer:
         self.calls = 0  # requests seen (the live step number)
         self.stand_for: dict[str, str] = {}  # short hash of an answer we gave -> recorded short hash
         self.diverged: str | None = None
+        self.tools_used: set[int] = set()
         self._lock = threading.Lock()
+        if tools == "recorded" and self.unstubbable():
+            print(f"otel-agent-trace replay: replay_tools=recorded cannot stub {', '.join(self.unstubbable())}: the "
+                  "recording inferred them from the conversation (they live in the agent's code) and they run live; "
+                  "decorate them with @otel_agent_trace.tool or name them in OTEL_AGENT_TRACE_TOOLS to stub them",
+                  file=sys.stderr)
+
+    def tool_answer(self, name: str, arguments: Any) -> Any:
+        """The recorded result of this tool call (same name and arguments, else the next unused
+        call of that name), or LIVE when the recording has none; a recorded exception is raised."""
+        key = hashing.canonical_json(parse_json_or_text(_plain(arguments)))
+        with self._lock:
+            candidates = [t for i, t in enumerate(self.recording.tools) if i not in self.tools_used and t.name == name]
+            found = next((t for t in candidates if hashing.canonical_json(t.arguments) == key), None)
+            found = found or (candidates[0] if candidates else None)
+            if found is None:
+                print(f"otel-agent-trace replay: no recorded call of tool {name}; it runs live", file=sys.stderr)
+                return LIVE
+            self.tools_used.add(self.recording.tools.index(found))
+        if found.outcome == "exception":
+            raise RecordedToolError(f"{name} raised in the recording: {found.error or 'an exception'}")
+        return found.result
+
+    def unstubbable(self) -> list[str]:
+        """Tools the recording inferred from the conversation: they live in the agent's code, so
+        `replay_tools=recorded` cannot answer them (they run live)."""
+        return sorted({t.name for t in self.recording.tools if t.source == "inferred"})
 
     @property
     def origin(self) -> str:
@@ -114,3 +145,8 @@ def _caller(earlier: list[Message], call_id: str | None) -> str | None:
                 return call.name
     return None
 
+
+
+def _plain(value: Any) -> Any:
+    """Arguments as the recording wrote them (JSON types)."""
+    return value if isinstance(value, (str, bytes)) else orjson.loads(orjson.dumps(value, default=str))
