@@ -302,3 +302,27 @@ def test_recorded_tools_say_which_inferred_tools_they_cannot_stub(tmp_path, caps
     err = capsys.readouterr().err
     assert err.count("replay_tools=recorded cannot stub calculate_refund, lookup_order") == 1
     assert "OTEL_AGENT_TRACE_TOOLS" in err
+
+
+def test_parse_replays_a_parsed_completion(tmp_path):
+    from pydantic import BaseModel
+
+    class Refund(BaseModel):
+        order_id: str
+        amount: float
+
+    def ask(base_url: str) -> Any:
+        client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+        return client.chat.completions.parse(model="gpt-4o-mini", response_format=Refund,
+                                             messages=[{"role": "user", "content": "refund as json"}])
+
+    path = tmp_path / "parsed.jsonl"
+    scripts = {"refund as json": [{"content": '{"order_id": "A1001", "amount": 25.0}'}]}
+    with ScriptedOpenAIServer(scripts) as server, Session(path):
+        live = ask(server.base_url)
+    with Session(), otel_agent_trace.replay(str(path)):
+        replayed = ask(closed_port_url())
+    from openai.types.chat import ParsedChatCompletion
+
+    assert isinstance(replayed, ParsedChatCompletion)
+    assert replayed.choices[0].message.parsed == live.choices[0].message.parsed == Refund(order_id="A1001", amount=25.0)

@@ -28,18 +28,17 @@ def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: d
     else:
         result = _completion(response)
         if _is_parse(kwargs):
+            from openai._types import NOT_GIVEN
             from openai.lib._parsing._completions import parse_chat_completion
 
-            result = parse_chat_completion(response_format=kwargs.get("response_format"), input_tools=kwargs.get("tools"),
-                                           chat_completion=result)
+            result = parse_chat_completion(response_format=kwargs["response_format"],
+                                           input_tools=kwargs.get("tools", NOT_GIVEN), chat_completion=result)
     return _ready(result) if is_async else result
 
 
 def _is_parse(kwargs: dict[str, Any]) -> bool:
-    from openai._types import Omit
-
-    fmt = kwargs.get("response_format")
-    return isinstance(fmt, type) and not isinstance(fmt, Omit)
+    """`parse(response_format=Model)`: the caller expects `.parsed` objects."""
+    return isinstance(kwargs.get("response_format"), type)
 
 
 async def _ready(value: Any) -> Any:
