@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse
-from otel_agent_trace.replay import REPLAY_OF, current
+from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 
 # build(response, request, instance, kwargs) -> the SDK object (an awaitable for an async client)
@@ -26,11 +26,24 @@ def replayed(invocation: Any, build: Build, instance: Any, kwargs: dict, where: 
     if replayer is None:
         return LIVE
     safely(f"{where}.replay.mark", _mark, invocation, replayer.origin)
-    response = replayer.answer(invocation.request)
+    found = safely(f"{where}.replay.answer", _answer, replayer, invocation.request)
+    if found is None:  # a fault of ours: fail-open, the call goes live
+        return LIVE
+    response, divergence = found
+    if divergence is not None:
+        raise divergence
     if response is None:
         return LIVE
     result = safely(f"{where}.replay.build", build, response, invocation.request, instance, kwargs)
     return LIVE if result is None else result
+
+
+def _answer(replayer: Any, request: ChatRequest) -> tuple[ChatResponse | None, ReplayDivergence | None]:
+    """The divergence (strict) is for the agent; any other exception is ours (see `safely`)."""
+    try:
+        return replayer.answer(request), None
+    except ReplayDivergence as exc:
+        return None, exc
 
 
 def _mark(invocation: Any, origin: str) -> None:
