@@ -4,7 +4,7 @@ Public surface: `AgentTraceInstrumentor` (what `opentelemetry-instrument` loads)
 (mark a run in code), `tool` (record a tool explicitly), `AgentTraceConfig`; for clients and
 frameworks we do not patch, `record_chat` / `record_tool` with the normalized model
 (`ChatRequest`, `ChatResponse`, `Message`, `ToolCall`) and `get_handler()`; `minimize` (shrink a
-recorded failing run to its minimal failing case).
+recorded failing run to its minimal failing case); `replay` (answer the LLM calls from a recorded run).
 """
 
 from otel_agent_trace.errors import AgentBudgetExceeded
@@ -12,7 +12,7 @@ from otel_agent_trace.version import __version__
 
 __all__ = ["AgentBudgetExceeded", "AgentTraceConfig", "AgentTraceInstrumentor", "ChatRequest", "ChatResponse",
            "Message", "ToolCall", "agent_run", "end_implicit_runs", "get_handler", "minimize", "record_chat",
-           "record_tool", "tool", "__version__"]
+           "record_tool", "replay", "tool", "__version__"]
 
 # Loaded on first use: the instrumentor pulls in opentelemetry-instrumentation, the recorder the
 # SDK; the analyzer's CLI (which imports this package first) needs none of them.
@@ -29,6 +29,7 @@ _LAZY = {
     "Message": ("otel_agent_trace.model", "Message"),
     "ToolCall": ("otel_agent_trace.model", "ToolCall"),
     "minimize": ("otel_agent_trace.minimizer.api", "minimize"),
+    "replay": ("otel_agent_trace.replay", "replay"),
 }
 
 

@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     from otel_agent_trace.minimizer.command import add_parser as add_minimize
 
     add_minimize(sub)
+    from otel_agent_trace.regress.command import add_parsers as add_regress
+
+    add_regress(sub)
     return parser
 
 
@@ -120,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from otel_agent_trace.minimizer.command import run as run_minimize
 
         return run_minimize(args)
+    if args.command in ("save", "regress"):
+        from otel_agent_trace.regress.command import run as run_regress
+
+        return run_regress(args)
     return EXIT_UNUSABLE
 
 

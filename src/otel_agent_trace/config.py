@@ -71,6 +71,9 @@ class AgentTraceConfig:
     sampler_decision_seconds: float = 300.0  # decide a trace whose local root has not ended by then
     run_idle_seconds: float = 30.0  # an implicit run that answered ends after this long idle
     coexist: str = "nest"  # nest | adopt | off: another instrumentation's chat span on the same call
+    replay: str | None = None  # traces.jsonl[#trace_id]: answer LLM calls from this recorded run (docs/replay.md)
+    replay_mode: str = "strict"  # strict | fallthrough: on divergence, stop or go on live
+    replay_tools: str = "live"  # live | recorded: decorated and named tools answered from the recording
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AgentTraceConfig":
@@ -93,7 +96,8 @@ class AgentTraceConfig:
                 if raw is None or raw == "":
                     continue
             values[f.name] = _convert(f.name, f.default, raw)
-        for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off"))):
+        for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off")),
+                              ("replay_mode", ("strict", "fallthrough")), ("replay_tools", ("live", "recorded"))):
             if values.get(name, getattr(cls, name)) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}")
         return cls(**values)

@@ -56,8 +56,24 @@ def write_minimal_trace(path: str, run: Run, kept_span_ids: Iterable[str], signa
     return trace_id
 
 
-def _span(span: Span, trace_id: str, keep: set[str], extra: dict[str, Any]) -> dict[str, Any]:
+def write_run(path: str, run: Run, redact: Any = None) -> None:
+    """Write a run's spans only (its subtree), unchanged but for `redact` (a processor `Redactor`)."""
+    keep = set(run.spans)
+    spans = sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id))
+    resource = dict(run.root.resource)
+    if redact is not None:
+        resource = redact.attributes(resource)[0] or resource
+    encoded = [_span(s, run.trace_id, keep, {}, redact) for s in spans]
+    record = {"resourceSpans": [{"resource": {"attributes": otlp_attributes(resource)},
+                                 "scopeSpans": [{"scope": {"name": "otel_agent_trace.regress"}, "spans": encoded}]}]}
+    with open(path, "wb") as handle:
+        handle.write(orjson.dumps(record) + b"\n")
+
+
+def _span(span: Span, trace_id: str, keep: set[str], extra: dict[str, Any], redact: Any = None) -> dict[str, Any]:
     attributes = dict(span.attributes)
+    if redact is not None:
+        attributes = redact.attributes(attributes)[0] or attributes
     targets, relations = attributes.pop(DEPENDS_ON, None), attributes.pop(DEPENDS_ON_RELATIONS, None)
     if isinstance(targets, list) and isinstance(relations, list):
         pairs = [(t, r) for t, r in zip(targets, relations) if t in keep]

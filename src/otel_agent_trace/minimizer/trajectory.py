@@ -57,6 +57,14 @@ class Trajectory:
 def load(path: str, trace_id: str | None = None) -> Trajectory:
     """The run to minimize in `path`: the one of `trace_id` (a unique prefix is enough), else the
     only run, else the only failed run; anything else is a MinimizeError naming the choices."""
+    run, bad = select_run(path, trace_id)
+    trajectory = Trajectory(run.trace_id, run, steps_of(run), bad_lines=bad)
+    trajectory.depends = strong_edges(run, trajectory.steps)
+    return trajectory
+
+
+def select_run(path: str, trace_id: str | None = None) -> tuple[Run, list[str]]:
+    """One run of a trace file (see `load`) and the file's bad lines; replay chooses alike."""
     from otel_agent_trace.analyzer.analysis import analyze
 
     analysis = analyze([path], trace_prefix=trace_id.lower() if trace_id else None)
@@ -74,10 +82,7 @@ def load(path: str, trace_id: str | None = None) -> Trajectory:
         else:
             ids = ", ".join(sorted({f.run.trace_id for f in findings}))
             raise MinimizeError(f"{path}: {len(findings)} runs match; choose one with --trace-id ({ids})")
-    run = findings[0].run
-    trajectory = Trajectory(run.trace_id, run, steps_of(run), bad_lines=bad)
-    trajectory.depends = strong_edges(run, trajectory.steps)
-    return trajectory
+    return findings[0].run, bad
 
 
 def steps_of(run: Run) -> list[Step]:

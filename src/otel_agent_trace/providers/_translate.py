@@ -34,7 +34,11 @@ def content_text(content: Any) -> str | None:
 
 
 def plain(value: Any) -> Any:
-    """A JSON-able copy of an SDK value (pydantic models, NotGiven/Omit sentinels dropped)."""
+    """A JSON-able copy of an SDK value (pydantic models, NotGiven/Omit sentinels dropped; a
+    pydantic class, as `parse(response_format=Model)` takes, gives its JSON schema)."""
+    if isinstance(value, type):
+        schema = getattr(value, "model_json_schema", None)
+        return {"name": value.__name__, "schema": schema()} if schema else value.__name__
     if hasattr(value, "model_dump"):
         return value.model_dump(exclude_none=True)
     if isinstance(value, dict):

@@ -12,6 +12,7 @@ from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import content_text, get as _get, is_omitted, normalized, plain, plain_tools
+from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -154,4 +155,4 @@ def _proxied_parse(parse: Any, invocation: Any) -> Any:
 
 # (class.method, in MODULE): one wrapper body for all of them
 TARGETS = ("Completions.create", "AsyncCompletions.create", "Completions.parse", "AsyncCompletions.parse")
-wrapper = chat_wrapper(_request, _response, "openai")
+wrapper = chat_wrapper(_request, _response, "openai", openai_replay.build)

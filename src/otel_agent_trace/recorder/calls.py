@@ -7,7 +7,8 @@ wrapt wrapper; it opens the handler's chat invocation, keeps its span current wh
 sends, fails it with whatever the call raised, and is fail-open throughout: a fault in our code
 leaves the call and its result exactly as they were. A call made while another of our wrappers
 is already recording (`with_raw_response` calling `create`, two wrappers stacked by another
-instrumentation's ordering) is passed through untouched.
+instrumentation's ordering) is passed through untouched. Replay hook: given the provider's
+`build`, a replayed call is answered from the recording instead of `wrapped` (replay/hook.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.replay.hook import LIVE, Build, replayed
 
 Begin = Callable[[Any, tuple, dict], "ChatRequest | None"]
 End = Callable[[Any, Any], Any]
@@ -28,7 +30,7 @@ End = Callable[[Any, Any], Any]
 recording: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_trace_recording_chat", default=False)
 
 
-def chat_wrapper(begin: Begin, end: End, where: str) -> Callable[..., Any]:
+def chat_wrapper(begin: Begin, end: End, where: str, build: "Build | None" = None) -> Callable[..., Any]:
     """A wrapt wrapper recording each call as one chat invocation (see module docstring)."""
 
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -40,7 +42,9 @@ def chat_wrapper(begin: Begin, end: End, where: str) -> Callable[..., Any]:
         token = recording.set(True)
         safely(f"{where}.activate", invocation.activate)
         try:
-            result = wrapped(*args, **kwargs)
+            result = replayed(invocation, build, instance, kwargs, where) if build is not None else LIVE
+            if result is LIVE:
+                result = wrapped(*args, **kwargs)
         except BaseException as exc:
             _leave(invocation, token, where)
             invocation.fail(exc)

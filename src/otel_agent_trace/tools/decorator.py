@@ -16,12 +16,13 @@ from typing import Any, Callable, Iterable, TypeVar, overload
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import get_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.replay.hook import async_tool_result, tool_result
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__agent_trace_tool__"
 
 
-def _describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> tuple[str, Any, str | None]:
+def describe_call(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> tuple[str, Any, str | None]:
     """(tool name, arguments, call id) of one call; dispatchers name the tool in their arguments."""
     if name is None and args:
         first = args[0]
@@ -49,7 +50,7 @@ def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict
     handler = get_handler()
     if handler.current_run() is None:
         return NoInvocation()
-    tool_name, arguments, call_id = _describe_call(func, name, args, kwargs)
+    tool_name, arguments, call_id = describe_call(func, name, args, kwargs)
     return handler.tool(tool_name, arguments, call_id, reads, writes)
 
 
@@ -79,7 +80,7 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
         @functools.wraps(func)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
-                result = await func(*args, **kwargs)
+                result = await async_tool_result(func, name, args, kwargs)  # replay_tools=recorded
                 invocation.stop(result)
             return result
 
@@ -89,7 +90,7 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
     @functools.wraps(func)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
-            result = func(*args, **kwargs)
+            result = tool_result(func, name, args, kwargs)  # replay_tools=recorded: from the recording
             invocation.stop(result)
         return result
 

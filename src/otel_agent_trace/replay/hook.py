@@ -1,0 +1,72 @@
+"""The recorder's side of replay: asked by the chat wrapper before each client call.
+
+`replayed(...)` returns what the caller gets from the recording (the provider's `build` makes
+its SDK's response object from the recorded `ChatResponse`), or `LIVE` to call the provider. A
+divergence in strict mode raises `ReplayDivergence` out of the client call; a configured
+recording that cannot be replayed stops the process (see `replay.current`). The run's, step's
+and chat span carry `agent_trace.replay.of` = the original trace id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
+from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
+
+# build(response, request, instance, kwargs) -> the SDK object (an awaitable for an async client)
+Build = Callable[[ChatResponse, ChatRequest, Any, dict], Any]
+LIVE = object()
+
+
+def replayed(invocation: Any, build: Build, instance: Any, kwargs: dict, where: str) -> Any:
+    replayer = current()
+    if replayer is None:
+        return LIVE
+    safely(f"{where}.replay.mark", _mark, invocation, replayer.origin)
+    found = safely(f"{where}.replay.answer", _answer, replayer, invocation.request)
+    if found is None:  # a fault of ours: fail-open, the call goes live
+        return LIVE
+    response, divergence = found
+    if divergence is not None:
+        raise divergence
+    if response is None:
+        return LIVE
+    result = safely(f"{where}.replay.build", build, response, invocation.request, instance, kwargs)
+    return LIVE if result is None else result
+
+
+def _answer(replayer: Any, request: ChatRequest) -> tuple[ChatResponse | None, ReplayDivergence | None]:
+    """The divergence (strict) is for the agent; any other exception is ours (see `safely`)."""
+    try:
+        return replayer.answer(request), None
+    except ReplayDivergence as exc:
+        return None, exc
+
+
+def _mark(invocation: Any, origin: str) -> None:
+    for span in (invocation.span, invocation.step.span, invocation.run.span):
+        span.set_attribute(REPLAY_OF, origin)
+
+
+def _recorded_tool(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    replayer = current()
+    if replayer is None or replayer.tools != "recorded":
+        return _NO_RECORDING
+    from otel_agent_trace.tools.decorator import describe_call
+
+    tool, arguments, _ = describe_call(func, name, args, kwargs)
+    return replayer.tool_answer(tool, arguments)
+
+
+def tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    """A decorated or named tool's result: recorded (replay_tools=recorded), else the call's."""
+    found = _recorded_tool(func, name, args, kwargs)
+    return func(*args, **kwargs) if found is _NO_RECORDING else found
+
+
+async def async_tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
+    found = _recorded_tool(func, name, args, kwargs)
+    return (await func(*args, **kwargs)) if found is _NO_RECORDING else found

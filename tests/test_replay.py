@@ -1,0 +1,328 @@
+"""Replay: a run recorded against the scripted server, answered again with the server gone.
+
+Real parts throughout: the `openai` client (sync, streaming, async), the SDK writing our OTLP
+JSON Lines file, the analyzer's readers loading it back, `opentelemetry-instrument` for the
+environment-variable form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otel_agent_trace
+from otel_agent_trace.exporter import AgentTraceFileExporter
+from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+from otel_agent_trace.replay import ReplayDivergence, ReplayUnavailable
+from otel_agent_trace.replay.recording import load
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+import support_agent
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+class Session:
+    """One instrumented phase: its spans go to `path` (if given) and to memory."""
+
+    def __init__(self, path: Path | None = None, **config: Any):
+        self.memory = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
+        if path is not None:
+            self.provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
+        self.instrumentor = AgentTraceInstrumentor()
+        self.config = config
+
+    def __enter__(self) -> "Session":
+        if self.instrumentor.is_instrumented_by_opentelemetry:
+            self.instrumentor.uninstrument()
+        self.instrumentor.instrument(tracer_provider=self.provider, **self.config)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        otel_agent_trace.end_implicit_runs()
+        self.provider.force_flush()
+        self.instrumentor.uninstrument()
+        support_agent._carrier_calls.clear()
+
+    def spans(self) -> list[Any]:
+        otel_agent_trace.end_implicit_runs()
+        return list(self.memory.get_finished_spans())
+
+
+# --- three agents over the same tickets: plain, streaming, async --------------------------------
+def tool_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
+    calls: list[tuple[str, dict]] = []
+    real = support_agent.run_tool
+
+    def logged(name: str, arguments: dict) -> str:
+        calls.append((name, arguments))
+        return real(name, arguments)
+
+    monkeypatch.setattr(support_agent, "run_tool", logged)
+    return calls
+
+
+def plain(base_url: str) -> str:
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return support_agent.handle_ticket(client, TICKET)
+
+
+def streaming(base_url: str) -> str:
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
+    for _ in range(support_agent.MAX_TURNS):
+        text, calls = "", {}
+        with client.chat.completions.create(model=support_agent.MODEL, messages=messages,
+                                            tools=support_agent.TOOL_SCHEMAS, stream=True) as stream:
+            for chunk in stream:
+                delta = chunk.choices[0].delta if chunk.choices else None
+                if delta is None:
+                    continue
+                text += delta.content or ""
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = slot["id"] or tc.id or ""
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+        if not calls:
+            return text
+        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls.values()]})
+        for c in calls.values():
+            messages.append({"role": "tool", "tool_call_id": c["id"],
+                             "content": support_agent.run_tool(c["name"], json.loads(c["arguments"] or "{}"))})
+    raise AssertionError("no answer")
+
+
+def asynchronous(base_url: str) -> str:
+    async def main() -> str:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+        messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
+        for _ in range(support_agent.MAX_TURNS):
+            response = await client.chat.completions.create(model=support_agent.MODEL, messages=messages,
+                                                            tools=support_agent.TOOL_SCHEMAS)
+            message = response.choices[0].message
+            if not message.tool_calls:
+                return message.content or ""
+            messages.append(message)
+            for call in message.tool_calls:
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": support_agent.run_tool(call.function.name, json.loads(call.function.arguments))})
+        raise AssertionError("no answer")
+
+    return asyncio.run(main())
+
+
+def record(tmp_path: Path, agent: Any, **config: Any) -> tuple[Path, str]:
+    path = tmp_path / "recorded.jsonl"
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(path, **config) as session:
+        answer = agent(server.base_url)
+        trace_ids = {s.context.trace_id for s in session.spans()}
+    assert len(trace_ids) == 1
+    return path, answer
+
+
+@pytest.mark.parametrize("agent", [plain, streaming, asynchronous], ids=["plain", "streaming", "async"])
+def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, agent):
+    calls = tool_log(monkeypatch)
+    path, answer = record(tmp_path, agent)
+    recorded_calls = list(calls)
+    assert [name for name, _ in recorded_calls] == ["lookup_order", "calculate_refund"]
+    calls.clear()
+    original = load(str(path)).trace_id
+    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
+        replayed = agent(closed_port_url())
+    assert replayed == answer and "$25.00" in replayed
+    assert calls == recorded_calls
+    assert replayer.diverged is None and len(replayer.used) == 3
+    # the replay is itself traced, and says what it replays
+    spans = session.spans()
+    runs = [s for s in spans if s.name.startswith("invoke_agent")]
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert len(runs) == 1 and len(chats) == 3
+    assert {s.attributes["agent_trace.replay.of"] for s in runs + chats} == {original}
+    assert all(s.status.is_ok for s in chats)
+    assert [s.attributes.get("agent_trace.step.kind") for s in sorted(
+        (s for s in spans if s.name.startswith("agent_step")), key=lambda s: s.start_time)] == ["tool_call", "tool_call", "final"]
+
+
+def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys):
+    path, _ = record(tmp_path, plain)
+    # the order service now answers differently: the second model call's context has another tool result
+    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
+    with Session(), otel_agent_trace.replay(str(path)):
+        with pytest.raises(ReplayDivergence) as caught:
+            plain(closed_port_url())
+    expected = "step 1: the context differs from the recording at message 3 (tool result of lookup_order)"
+    assert expected in str(caught.value)
+    assert (caught.value.step, caught.value.message_index) == (1, 3)
+    assert capsys.readouterr().err.count(expected) == 1
+
+
+def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, capsys):
+    path, _ = record(tmp_path, plain)
+    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session() as session, \
+            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
+        answer = plain(server.base_url)
+        served = len(server.requests)
+    assert "$25.00" in answer
+    assert served == 2  # step 0 replayed, steps 1 and 2 live
+    assert replayer.diverged.startswith("step 1: the context differs from the recording at message 3")
+    assert "going on live" in capsys.readouterr().err
+    assert len([s for s in session.spans() if s.name.startswith("chat")]) == 3
+
+
+def test_a_run_longer_than_its_recording_diverges_at_the_first_extra_call(tmp_path):
+    path, _ = record(tmp_path, plain)
+    with Session(), otel_agent_trace.replay(str(path)):
+        plain(closed_port_url())
+        with pytest.raises(ReplayDivergence, match="step 3: the recording has 3 model calls"):
+            plain(closed_port_url())
+
+
+def test_a_trace_recorded_without_content_says_which_setting_to_turn_on(tmp_path):
+    path, _ = record(tmp_path, plain, capture_content=False)
+    with pytest.raises(ReplayUnavailable, match="OTEL_AGENT_TRACE_CAPTURE_CONTENT=true"):
+        otel_agent_trace.replay(str(path)).__enter__()
+
+
+def test_a_missing_trace_id_names_the_choices(tmp_path):
+    path, _ = record(tmp_path, plain)
+    with pytest.raises(ReplayUnavailable, match="no agent run with trace id ffff"):
+        otel_agent_trace.replay(str(path), trace_id="ffff").__enter__()
+
+
+ONE_TICKET = """
+import sys
+sys.path.insert(0, {examples!r})
+import openai, support_agent
+client = openai.OpenAI(max_retries=0)
+print(support_agent.handle_ticket(client, support_agent.TICKETS[0]))
+"""
+
+
+def _instrumented(script: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    env.update({"OTEL_TRACES_EXPORTER": "agent_trace_file", "OTEL_METRICS_EXPORTER": "none",
+                "OTEL_LOGS_EXPORTER": "none", "OPENAI_API_KEY": "test", **env_extra})
+    return subprocess.run([str(BIN / "opentelemetry-instrument"), sys.executable, str(script)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_replay_by_environment_variable_under_opentelemetry_instrument(tmp_path):
+    script = tmp_path / "one_ticket.py"
+    script.write_text(ONE_TICKET.format(examples=str(ROOT / "examples")))
+    recorded = tmp_path / "recorded.jsonl"
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
+        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded)})
+    assert first.returncode == 0, first.stderr
+    replayed_file = tmp_path / "replayed.jsonl"
+    again = _instrumented(script, {"OPENAI_BASE_URL": closed_port_url(), "OTEL_AGENT_TRACE_FILE": str(replayed_file),
+                                   "OTEL_AGENT_TRACE_REPLAY": str(recorded)})
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout and "$25.00" in again.stdout
+    original, replay_run = load(str(recorded)), load(str(replayed_file))
+    assert [s.context_hash for s in replay_run.steps] == [s.context_hash for s in original.steps]
+    assert f'"agent_trace.replay.of","value":{{"stringValue":"{original.trace_id}"' in replayed_file.read_text()
+
+
+def test_an_unusable_recording_by_environment_stops_with_one_clear_line(tmp_path):
+    script = tmp_path / "one_ticket.py"
+    script.write_text(ONE_TICKET.format(examples=str(ROOT / "examples")))
+    recorded = tmp_path / "recorded.jsonl"
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
+        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded),
+                                       "OTEL_AGENT_TRACE_CAPTURE_CONTENT": "false"})
+    assert first.returncode == 0, first.stderr
+    again = _instrumented(script, {"OPENAI_BASE_URL": closed_port_url(), "OTEL_AGENT_TRACE_FILE": str(tmp_path / "x.jsonl"),
+                                   "OTEL_AGENT_TRACE_REPLAY": f"{recorded}"})
+    assert again.returncode == 2
+    assert "OTEL_AGENT_TRACE_CAPTURE_CONTENT=true" in again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def decorated_tools(monkeypatch: pytest.MonkeyPatch, ran: list[str]) -> None:
+    """The example's tools, decorated with @otel_agent_trace.tool; `ran` logs real executions."""
+    def decorated(name: str, real: Any) -> Any:
+        def impl(**arguments: Any) -> Any:
+            ran.append(name)
+            return real(**arguments)
+
+        impl.__name__ = name
+        return otel_agent_trace.tool(name=name)(impl)
+
+    monkeypatch.setattr(support_agent, "TOOLS", {n: decorated(n, f) for n, f in support_agent.TOOLS.items()})
+
+
+def test_recorded_tools_answer_decorated_tools_from_the_trace(tmp_path, monkeypatch, capsys):
+    ran: list[str] = []
+    decorated_tools(monkeypatch, ran)
+    path, answer = record(tmp_path, plain)
+    assert ran == ["lookup_order", "calculate_refund"]
+    ran.clear()
+    # the live order service is gone too: only the recording can answer
+    monkeypatch.setattr(support_agent, "ORDERS", {})
+    with Session() as session, otel_agent_trace.replay(str(path), tools="recorded") as replayer:
+        assert plain(closed_port_url()) == answer
+    assert ran == [] and replayer.diverged is None
+    tools = [s for s in session.spans() if s.name.startswith("execute_tool")]
+    assert [s.attributes["gen_ai.tool.name"] for s in tools] == ["lookup_order", "calculate_refund"]
+    assert "cannot stub" not in capsys.readouterr().err
+
+
+def test_recorded_tools_say_which_inferred_tools_they_cannot_stub(tmp_path, capsys):
+    path, answer = record(tmp_path, plain)
+    with Session(), otel_agent_trace.replay(str(path), tools="recorded"):
+        assert plain(closed_port_url()) == answer
+    err = capsys.readouterr().err
+    assert err.count("replay_tools=recorded cannot stub calculate_refund, lookup_order") == 1
+    assert "OTEL_AGENT_TRACE_TOOLS" in err
+
+
+def test_parse_replays_a_parsed_completion(tmp_path):
+    from pydantic import BaseModel
+
+    class Refund(BaseModel):
+        order_id: str
+        amount: float
+
+    def ask(base_url: str) -> Any:
+        client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+        return client.chat.completions.parse(model="gpt-4o-mini", response_format=Refund,
+                                             messages=[{"role": "user", "content": "refund as json"}])
+
+    path = tmp_path / "parsed.jsonl"
+    scripts = {"refund as json": [{"content": '{"order_id": "A1001", "amount": 25.0}'}]}
+    with ScriptedOpenAIServer(scripts) as server, Session(path):
+        live = ask(server.base_url)
+    with Session(), otel_agent_trace.replay(str(path)):
+        replayed = ask(closed_port_url())
+    from openai.types.chat import ParsedChatCompletion
+
+    assert isinstance(replayed, ParsedChatCompletion)
+    assert replayed.choices[0].message.parsed == live.choices[0].message.parsed == Refund(order_id="A1001", amount=25.0)
