@@ -45,7 +45,7 @@ def analyzed(paths: list[str], trace_prefix: str | None = None, rules: list | No
     """(finding, its report summary) of each run in `paths`: the analyzer's public API and JSON
     contract (`summary.data` is the run's entry of `analyze --format json`)."""
     from otel_agent_trace.analyzer.analysis import iter_findings
-    from otel_agent_trace.analyzer.report.json_report import summarize
+    from otel_agent_trace.analyzer.report.reduce import summarize
 
     inputs: list[Any] = []
     out = [(f, summarize(f)) for f in iter_findings(paths, inputs=inputs, rules=rules, trace_prefix=trace_prefix)]
