@@ -7,7 +7,9 @@ request is the script's turn number <assistant messages already in the request> 
 truncate their history). A conversation that names no key gets the script `"*"`, if any. A turn is a dict
 (`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
 `{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
-returning one. `stream: true` is answered with server-sent events, like the real API.
+returning one. `stream: true` is answered with server-sent events, like the real API (a Responses
+turn may say `break_after: N`: the stream drops after N events).
+`POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
+
+from otel_agent_trace.testing import scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
@@ -31,6 +35,7 @@ class ScriptedOpenAIServer:
         self.stateful = stateful
         self._served: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
+        self.conversations: dict[str, list[dict[str, Any]]] = {}  # Responses API: response id → conversation
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
@@ -147,8 +152,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             with server._lock:
                 server.requests.append(body)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            responses = self.path.rstrip("/").endswith("/responses")
+            if not responses and not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            request = body
+            if responses:  # the Responses API: the same scripts, over the whole conversation
+                with server._lock:
+                    body = {**body, "messages": scripted_responses.chat_view(body, server.conversations)}
             turn = server.turn_for(body)
             if turn.get("status"):
                 return self._json(int(turn["status"]), {"error": {"message": turn.get("error", "scripted error"),
@@ -158,6 +168,8 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             index = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
             prompt_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
             completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
+            if responses:
+                return self._respond(request, body["messages"], completion, turn.get("break_after"))
             if body.get("stream"):
                 return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")))
             return self._json(200, completion)
@@ -169,6 +181,33 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _respond(self, request: dict[str, Any], messages: list[dict[str, Any]], completion: dict[str, Any],
+                     break_after: int | None) -> None:
+            """A Responses API answer; `break_after` events into a stream, the connection drops."""
+            response = scripted_responses.response_body(completion, request)
+            with server._lock:
+                server.conversations[response["id"]] = [*messages, completion["choices"][0]["message"]]
+            if not request.get("stream"):
+                return self._json(200, response)
+            events = scripted_responses.stream_events(response)
+            if break_after:
+                return self._chunked([scripted_responses.sse(events[:break_after])], complete=False)
+            self._chunked([scripted_responses.sse([event]) for event in events])
+
+        def _chunked(self, parts: list[bytes], complete: bool = True) -> None:
+            """A chunked body; an incomplete one ends without its last chunk, as a dropped connection."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for part in parts:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            if complete:
+                self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         def _sse(self, completion: dict[str, Any], include_usage: bool) -> None:
             self.send_response(200)
