@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from support_agent import (  # noqa: E402
-    MAX_TURNS, MODEL, SCRIPTS, SYSTEM, TICKETS, TOOL_SCHEMAS, StepLimitExceeded, check_reply, run_tool,
+    MAX_TURNS, MODEL, SCRIPTS, SYSTEM, TOOL_SCHEMAS, StepLimitExceeded, answer_tickets, check_reply, run_tool,
 )
 
 # the Responses API's function tools are flat: {"type": "function", "name", "description", "parameters"}
@@ -75,16 +75,9 @@ def main() -> int:
 
     from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
-    failures = 0
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0)
-        for ticket in TICKETS:
-            try:
-                print(f"[ok]     {ticket}\n         -> {handle_ticket(client, ticket)}")
-            except Exception as exc:
-                failures += 1
-                print(f"[failed] {ticket}\n         -> {type(exc).__name__}: {exc}")
-    print(f"{len(TICKETS) - failures} of {len(TICKETS)} tickets answered")
+        answer_tickets(lambda ticket: handle_ticket(client, ticket))
     return 0
 
 

@@ -7,22 +7,18 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
-import subprocess
-import sys
 
 import openai
 import pytest
 import responses_agent
 import support_agent
+from client_helpers import instrumented_run
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
-HEALTHY, MALFORMED = support_agent.TICKETS[:2]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
+HEALTHY = support_agent.TICKETS[0]
 
 
 def test_span_tree_and_call_ids_of_a_chained_run(instrument, client):
@@ -158,20 +154,7 @@ def test_http_500_fails_the_chat_and_reaches_the_caller(instrument):
 
 
 def test_analyzer_names_the_planted_origin_under_opentelemetry_instrument(tmp_path):
-    traces = tmp_path / "responses.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
-    env.update({"OTEL_TRACES_EXPORTER": "agent_trace_file", "OTEL_METRICS_EXPORTER": "none",
-                "OTEL_LOGS_EXPORTER": "none", "OTEL_AGENT_TRACE_FILE": str(traces),
-                "OTEL_AGENT_TRACE_ENTRYPOINTS": "responses_agent:handle_ticket"})
-    run = subprocess.run([os.path.join(BIN, "opentelemetry-instrument"), sys.executable,
-                          os.path.join(ROOT, "examples", "responses_agent.py")],
-                         env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert "2 of 4 tickets answered" in run.stdout
-    report = subprocess.run([os.path.join(BIN, "otel-agent-trace"), "analyze", "--format", "json", str(traces)],
-                            capture_output=True, text=True, timeout=60)
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    _, data = instrumented_run(tmp_path, "responses_agent")
     assert [r["status"] for r in data["runs"]] == ["ok", "failed", "ok", "failed"]
     assert (data["runs"][1]["origin"]["tool"], data["runs"][1]["origin"]["error_type"]) == (
         "lookup_order", "tool_empty_result")

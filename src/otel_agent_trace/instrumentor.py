@@ -16,6 +16,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
@@ -61,6 +62,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
+        for module in anthropic_provider.MODULES:
+            wrapt.register_post_import_hook(self._patch_anthropic, module)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -87,14 +90,18 @@ class AgentTraceInstrumentor(BaseInstrumentor):
     def _patch_responses(self, module: Any) -> None:
         self._patch_client(module, responses_provider.TARGETS, responses_provider.wrapper)
 
+    def _patch_anthropic(self, module: Any) -> None:
+        self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)
+
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` of a client module with a provider's wrapper, remembered for
         `keep_outermost` and `_uninstrument`."""
         if not self._active:
             return
         for target in targets:
-            safely(f"patch {module.__name__} {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
-            self._client_targets.append((module, target, wrapper))
+            patched = safely(f"patch {module.__name__} {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
+            if patched is not None:
+                self._client_targets.append((module, target, wrapper))
 
     def keep_outermost(self) -> None:
         """Wrap each patched client call again where another instrumentation wrapped it after us.

@@ -7,9 +7,10 @@ request is the script's turn number <assistant messages already in the request> 
 truncate their history). A conversation that names no key gets the script `"*"`, if any. A turn is a dict
 (`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
 `{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
-returning one. `stream: true` is answered with server-sent events, like the real API (a Responses
-turn may say `break_after: N`: the stream drops after N events).
-`POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py).
+returning one. `stream: true` is answered with server-sent events, like the real API.
+`POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py),
+`POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py); a turn's `break_after: N`
+drops their streams after N events.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
 
-from otel_agent_trace.testing import scripted_responses
+from otel_agent_trace.testing import scripted_anthropic, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
@@ -152,13 +153,15 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             with server._lock:
                 server.requests.append(body)
-            responses = self.path.rstrip("/").endswith("/responses")
-            if not responses and not self.path.rstrip("/").endswith("/chat/completions"):
+            api = self.path.rstrip("/").rpartition("/")[2]  # completions | responses | messages
+            if api not in ("completions", "responses", "messages"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             request = body
-            if responses:  # the Responses API: the same scripts, over the whole conversation
+            if api == "responses":  # the Responses API: the same scripts, over the whole conversation
                 with server._lock:
                     body = {**body, "messages": scripted_responses.chat_view(body, server.conversations)}
+            elif api == "messages":  # anthropic Messages
+                body = {**body, "messages": scripted_anthropic.chat_view(body)}
             turn = server.turn_for(body)
             if turn.get("status"):
                 return self._json(int(turn["status"]), {"error": {"message": turn.get("error", "scripted error"),
@@ -168,8 +171,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             index = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
             prompt_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
             completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
-            if responses:
+            if api == "responses":
                 return self._respond(request, body["messages"], completion, turn.get("break_after"))
+            if api == "messages":
+                message = scripted_anthropic.message_body(completion)
+                if not request.get("stream"):
+                    return self._json(200, message)
+                return self._events(scripted_anthropic.stream_events(message), turn.get("break_after"))
             if body.get("stream"):
                 return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")))
             return self._json(200, completion)
@@ -190,7 +198,10 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 server.conversations[response["id"]] = [*messages, completion["choices"][0]["message"]]
             if not request.get("stream"):
                 return self._json(200, response)
-            events = scripted_responses.stream_events(response)
+            self._events(scripted_responses.stream_events(response), break_after)
+
+        def _events(self, events: list[dict[str, Any]], break_after: int | None) -> None:
+            """Named server-sent events; `break_after` of them, then the connection drops."""
             if break_after:
                 return self._chunked([scripted_responses.sse(events[:break_after])], complete=False)
             self._chunked([scripted_responses.sse([event]) for event in events])
