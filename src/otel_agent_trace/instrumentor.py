@@ -17,6 +17,7 @@ from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.providers import anthropic as anthropic_provider
+from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
@@ -64,6 +65,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
+        wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -93,9 +95,13 @@ class AgentTraceInstrumentor(BaseInstrumentor):
     def _patch_anthropic(self, module: Any) -> None:
         self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)
 
+    def _patch_litellm(self, module: Any) -> None:
+        for target, wrapper in litellm_provider.TARGETS.items():
+            self._patch_client(module, (target,), wrapper)
+
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
-        """Wrap each `Class.method` of a client module with a provider's wrapper, remembered for
-        `keep_outermost` and `_uninstrument`."""
+        """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,
+        remembered for `keep_outermost` and `_uninstrument`."""
         if not self._active:
             return
         for target in targets:

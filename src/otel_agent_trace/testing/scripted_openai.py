@@ -10,7 +10,7 @@ truncate their history). A conversation that names no key gets the script `"*"`,
 returning one. `stream: true` is answered with server-sent events, like the real API.
 `POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py),
 `POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py); a turn's `break_after: N`
-drops their streams after N events.
+drops any of the three streams after N events.
 """
 
 from __future__ import annotations
@@ -179,7 +179,8 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     return self._json(200, message)
                 return self._events(scripted_anthropic.stream_events(message), turn.get("break_after"))
             if body.get("stream"):
-                return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+                return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")),
+                                 turn.get("break_after"))
             return self._json(200, completion)
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
@@ -220,18 +221,19 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
-        def _sse(self, completion: dict[str, Any], include_usage: bool) -> None:
+        def _sse(self, completion: dict[str, Any], include_usage: bool, break_after: int | None = None) -> None:
+            events = stream_chunks(completion)
+            if include_usage:
+                events.append({**events[-1], "choices": [], "usage": completion["usage"]})
+            data = [b"data: " + json.dumps(event).encode() + b"\n\n" for event in events]
+            if break_after:  # the connection drops mid-stream
+                return self._chunked([b"".join(data[:break_after])], complete=False)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            events = stream_chunks(completion)
-            if include_usage:
-                events.append({**events[-1], "choices": [], "usage": completion["usage"]})
-            for event in events:
-                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.write(b"".join(data) + b"data: [DONE]\n\n")
             self.wfile.flush()
 
     return Handler
