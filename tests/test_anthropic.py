@@ -186,3 +186,15 @@ def test_sdk_spans_alone_are_analysed_as_foreign_chats(tmp_path):
     assert spans and all(s["scope"] == "com.anthropic.sdk.python" for s in spans)
     assert any("agent_trace.redaction.count" in s["attrs"] for s in spans)
     assert report["summary"]["runs"] == len(spans) == 15  # one call per trace: nothing ties them into runs
+
+
+def test_with_raw_response_plain_and_streamed(instrument, claude):
+    traced = instrument()
+    ask = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": HEALTHY}],
+           "tools": anthropic_agent.TOOLS}
+    assert claude.messages.with_raw_response.create(**ask).parse().content[0].name == "lookup_order"
+    events = claude.messages.with_raw_response.create(stream=True, **ask).parse()
+    assert [e.type for e in events][-1] == "message_stop"
+    steps = traced.named("agent_step")
+    assert [attrs(s)["agent_trace.step.tool_calls"] for s in steps] == [("lookup_order",)] * 2
+    assert len(traced.named("chat")) == 2

@@ -224,11 +224,12 @@ def _response(invocation: Any, result: Any) -> Any:
     stream manager (`messages.stream`) or a raw response's stream (`with_raw_response`)."""
     message = result
     if _get(result, "content") is None and hasattr(result, "http_response") and hasattr(result, "parse"):
-        if getattr(result, "_stream", False):
+        if getattr(result, "_is_sse_stream", False) or getattr(result, "_stream", False):
             invocation.defer()
             result.parse = proxied_parse(result.parse, invocation, StreamAccumulator)
             return result
-        message = result.parse()
+        invocation.stop(parse_response(result.parse()))
+        return result
     if _get(message, "content") is None:
         if hasattr(message, "__iter__") or hasattr(message, "__aiter__"):
             invocation.defer()
