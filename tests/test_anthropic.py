@@ -198,3 +198,17 @@ def test_with_raw_response_plain_and_streamed(instrument, claude):
     steps = traced.named("agent_step")
     assert [attrs(s)["agent_trace.step.tool_calls"] for s in steps] == [("lookup_order",)] * 2
     assert len(traced.named("chat")) == 2
+
+
+def test_a_timeout_fails_the_chat(instrument):
+    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer({"*": [{"content": "late", "delay": 1.0}]}) as server:
+        traced = instrument()
+        client = anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key="test", max_retries=0,
+                                     timeout=0.2)
+        with pytest.raises(anthropic.APITimeoutError):
+            client.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    [chat] = traced.named("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert attrs(chat)["error.type"] == "APITimeoutError"

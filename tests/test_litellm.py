@@ -109,3 +109,14 @@ def test_analyzer_names_the_planted_origin_under_opentelemetry_instrument(tmp_pa
     assert (data["runs"][1]["origin"]["tool"], data["runs"][1]["origin"]["error_type"]) == (
         "lookup_order", "tool_empty_result")
     assert [r["steps"] for r in data["runs"]][:3] == [3, 3, 3]
+
+
+def test_a_timeout_is_one_failed_chat(instrument):
+    with ScriptedOpenAIServer({"*": [{"content": "late", "delay": 1.0}]}) as server:
+        traced = instrument()
+        with pytest.raises(Exception) as raised:
+            litellm.completion(api_base=server.base_url, messages=[{"role": "user", "content": "hi"}], timeout=0.2, **ASK)
+    assert "Timeout" in type(raised.value).__name__
+    [chat] = traced.named("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert attrs(chat)["error.type"] == type(raised.value).__name__

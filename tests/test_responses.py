@@ -158,3 +158,14 @@ def test_analyzer_names_the_planted_origin_under_opentelemetry_instrument(tmp_pa
     assert [r["status"] for r in data["runs"]] == ["ok", "failed", "ok", "failed"]
     assert (data["runs"][1]["origin"]["tool"], data["runs"][1]["origin"]["error_type"]) == (
         "lookup_order", "tool_empty_result")
+
+
+def test_a_timeout_fails_the_chat(instrument):
+    with ScriptedOpenAIServer({"*": [{"content": "late", "delay": 1.0}]}) as server:
+        traced = instrument()
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=0.2)
+        with pytest.raises(openai.APITimeoutError):
+            client.responses.create(model="m", input="hello")
+    [chat] = traced.named("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert attrs(chat)["error.type"] == "APITimeoutError"
