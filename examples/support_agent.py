@@ -168,21 +168,26 @@ def make_client() -> tuple[Any, Any]:
     return openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0), server
 
 
+def answer_tickets(answer: Any) -> None:
+    """Each ticket through `answer(ticket)`, its reply or failure printed (every example's main)."""
+    failures = 0
+    for ticket in TICKETS:
+        try:
+            reply = answer(ticket)
+            print(f"[ok]     {ticket}\n         -> {reply}")
+        except Exception as exc:
+            failures += 1
+            print(f"[failed] {ticket}\n         -> {type(exc).__name__}: {exc}")
+    print(f"{len(TICKETS) - failures} of {len(TICKETS)} tickets answered")
+
+
 def main() -> int:
     client, server = make_client()
-    failures = 0
     try:
-        for ticket in TICKETS:
-            try:
-                reply = handle_ticket(client, ticket)
-                print(f"[ok]     {ticket}\n         -> {reply}")
-            except Exception as exc:
-                failures += 1
-                print(f"[failed] {ticket}\n         -> {type(exc).__name__}: {exc}")
+        answer_tickets(lambda ticket: handle_ticket(client, ticket))
     finally:
         if server is not None:
             server.stop()
-    print(f"{len(TICKETS) - failures} of {len(TICKETS)} tickets answered")
     return 0
 
 

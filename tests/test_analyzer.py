@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from client_helpers import instrumented_run
 from demo_traces import record_demo_tickets
 
 from otel_agent_trace.cli import main as cli_main
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
@@ -145,19 +141,7 @@ def _context_hashes(path):
 
 def test_demo_under_opentelemetry_instrument(tmp_path, demo_file):
     """The real entry points: opentelemetry-instrument finds our instrumentor and exporter."""
-    traces = tmp_path / "demo.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
-    env.update({"OTEL_TRACES_EXPORTER": "agent_trace_file", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
-                "OTEL_AGENT_TRACE_FILE": str(traces), "OTEL_AGENT_TRACE_ENTRYPOINTS": "support_agent:handle_ticket",
-                "OTEL_SERVICE_NAME": "support-agent"})
-    run = subprocess.run([str(BIN / "opentelemetry-instrument"), sys.executable, str(ROOT / "examples" / "support_agent.py")],
-                         env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert "2 of 4 tickets answered" in run.stdout
-    report = subprocess.run([str(BIN / "otel-agent-trace"), "analyze", "--format", "json", str(traces)],
-                            capture_output=True, text=True, timeout=60)
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    traces, data = instrumented_run(tmp_path, "support_agent", OTEL_SERVICE_NAME="support-agent")
     assert [r["status"] for r in data["runs"]] == ["ok", "failed", "ok", "failed"]
     assert data["runs"][1]["origin"]["tool"] == "lookup_order"
     # the same contexts hash alike in another process

@@ -16,7 +16,10 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.providers import anthropic as anthropic_provider
+from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
+from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
 from otel_agent_trace.recorder.run import wrap_as_run
 from otel_agent_trace.tools.decorator import wrap_tool
@@ -59,6 +62,10 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         EXIT_HOOKS.install()
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
+        wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
+        for module in anthropic_provider.MODULES:
+            wrapt.register_post_import_hook(self._patch_anthropic, module)
+        wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -80,11 +87,27 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(None)
 
     def _patch_openai(self, module: Any) -> None:
+        self._patch_client(module, openai_provider.TARGETS, openai_provider.wrapper)
+
+    def _patch_responses(self, module: Any) -> None:
+        self._patch_client(module, responses_provider.TARGETS, responses_provider.wrapper)
+
+    def _patch_anthropic(self, module: Any) -> None:
+        self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)
+
+    def _patch_litellm(self, module: Any) -> None:
+        for target, wrapper in litellm_provider.TARGETS.items():
+            self._patch_client(module, (target,), wrapper)
+
+    def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
+        """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,
+        remembered for `keep_outermost` and `_uninstrument`."""
         if not self._active:
             return
-        for target in openai_provider.TARGETS:
-            safely(f"patch openai {target}", wrapt.wrap_function_wrapper, module, target, openai_provider.wrapper)
-            self._client_targets.append((module, target, openai_provider.wrapper))
+        for target in targets:
+            patched = safely(f"patch {module.__name__} {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
+            if patched is not None:
+                self._client_targets.append((module, target, wrapper))
 
     def keep_outermost(self) -> None:
         """Wrap each patched client call again where another instrumentation wrapped it after us.

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from otel_agent_trace import hashing
 from otel_agent_trace.model import Message
+from otel_agent_trace.recorder.stream import wrap_stream
 
 
 def get(obj: Any, key: str, default: Any = None) -> Any:
@@ -95,3 +96,14 @@ def plain_tools(tools: Any) -> list[Any]:
     return copy
 
 
+
+
+def proxied_parse(parse: Any, invocation: Any, accumulator: Callable[[], Any]) -> Any:
+    """A raw response's `parse()` that hands the caller our stream proxy (`with_raw_response`
+    with `stream=True`): the invocation stops when that stream is consumed."""
+
+    def proxied(*args: Any, **kwargs: Any) -> Any:
+        stream = parse(*args, **kwargs)
+        return wrap_stream(stream, invocation, accumulator(), hasattr(stream, "__aiter__"))
+
+    return proxied

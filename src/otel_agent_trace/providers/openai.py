@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
-from otel_agent_trace.providers._translate import content_text, get as _get, is_omitted, normalized, plain, plain_tools
+from otel_agent_trace.providers._translate import (
+    content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse,
+)
 from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
@@ -135,7 +137,7 @@ def _response(invocation: Any, result: Any) -> Any:
     if _get(result, "choices") is None and hasattr(result, "http_response") and hasattr(result, "parse"):
         if getattr(result, "_stream", False):  # the caller's parse() gets the stream: hand it our proxy
             invocation.defer()
-            result.parse = _proxied_parse(result.parse, invocation)
+            result.parse = proxied_parse(result.parse, invocation, StreamAccumulator)
             return result
         completion = result.parse()
     if _get(completion, "choices") is None and (hasattr(completion, "__aiter__") or hasattr(completion, "__iter__")):
@@ -143,14 +145,6 @@ def _response(invocation: Any, result: Any) -> Any:
         return wrap_stream(completion, invocation, StreamAccumulator(), hasattr(completion, "__aiter__"))
     invocation.stop(parse_response(completion))
     return result
-
-
-def _proxied_parse(parse: Any, invocation: Any) -> Any:
-    def proxied(*args: Any, **kwargs: Any) -> Any:
-        stream = parse(*args, **kwargs)
-        return wrap_stream(stream, invocation, StreamAccumulator(), hasattr(stream, "__aiter__"))
-
-    return proxied
 
 
 # (class.method, in MODULE): one wrapper body for all of them

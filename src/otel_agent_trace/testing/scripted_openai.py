@@ -12,6 +12,9 @@ returning one. `stream: true` is answered with server-sent events, like the real
 Faults, for the reliability tests: `{"body": {...}}` is sent as the whole JSON response (missing
 or malformed fields); `{"delay": s}` waits before answering; in a stream, `{"chunk_delay": s}`
 waits between events and `{"break_after": n}` drops the connection after n events (no `[DONE]`).
+`POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py),
+`POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py); a turn's `break_after: N`
+drops any of the three streams after N events.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
+
+from otel_agent_trace.testing import scripted_anthropic, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
@@ -35,6 +40,7 @@ class ScriptedOpenAIServer:
         self.stateful = stateful
         self._served: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
+        self.conversations: dict[str, list[dict[str, Any]]] = {}  # Responses API: response id → conversation
         self._lock = threading.Lock()
         self._server = _Server((host, port), _handler_for(self))
         self._server.daemon_threads = True
@@ -150,13 +156,26 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
 
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except ConnectionError:  # the client gave up (a timeout test): nothing to answer
+                self.close_connection = True
+
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             with server._lock:
                 server.requests.append(body)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            api = self.path.rstrip("/").rpartition("/")[2]  # completions | responses | messages
+            if api not in ("completions", "responses", "messages"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            request = body
+            if api == "responses":  # the Responses API: the same scripts, over the whole conversation
+                with server._lock:
+                    body = {**body, "messages": scripted_responses.chat_view(body, server.conversations)}
+            elif api == "messages":  # anthropic Messages
+                body = {**body, "messages": scripted_anthropic.chat_view(body)}
             turn = server.turn_for(body)
             if turn.get("status"):
                 return self._json(int(turn["status"]), {"error": {"message": turn.get("error", "scripted error"),
@@ -168,6 +187,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             index = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
             prompt_tokens = max(1, len(json.dumps(body.get("messages") or [])) // 4)
             completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
+            if api == "responses":
+                return self._respond(request, body["messages"], completion, turn.get("break_after"))
+            if api == "messages":
+                message = scripted_anthropic.message_body(completion)
+                if not request.get("stream"):
+                    return self._json(200, message)
+                return self._events(scripted_anthropic.stream_events(message), turn.get("break_after"))
             if body.get("stream"):
                 return self._sse(completion, bool((body.get("stream_options") or {}).get("include_usage")),
                                  float(turn.get("chunk_delay") or 0), turn.get("break_after"))
@@ -180,6 +206,36 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _respond(self, request: dict[str, Any], messages: list[dict[str, Any]], completion: dict[str, Any],
+                     break_after: int | None) -> None:
+            """A Responses API answer; `break_after` events into a stream, the connection drops."""
+            response = scripted_responses.response_body(completion, request)
+            with server._lock:
+                server.conversations[response["id"]] = [*messages, completion["choices"][0]["message"]]
+            if not request.get("stream"):
+                return self._json(200, response)
+            self._events(scripted_responses.stream_events(response), break_after)
+
+        def _events(self, events: list[dict[str, Any]], break_after: int | None) -> None:
+            """Named server-sent events; `break_after` of them, then the connection drops."""
+            if break_after:
+                return self._chunked([scripted_responses.sse(events[:break_after])], complete=False)
+            self._chunked([scripted_responses.sse([event]) for event in events])
+
+        def _chunked(self, parts: list[bytes], complete: bool = True) -> None:
+            """A chunked body; an incomplete one ends without its last chunk, as a dropped connection."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for part in parts:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            if complete:
+                self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         def _sse(self, completion: dict[str, Any], include_usage: bool, chunk_delay: float = 0.0,
                  break_after: int | None = None) -> None:

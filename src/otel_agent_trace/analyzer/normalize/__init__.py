@@ -79,11 +79,17 @@ _MIN_MATCH = 12
 
 
 def is_ours(spans: list[Span]) -> bool:
+    """Did our recorder write this trace? Decided by the attributes it writes, never by those our
+    processor stamps on every exported span, foreign ones included (`agent_trace.redaction.*`)."""
     for s in spans:  # (our steps and tools carry one of these: found without looking at every key)
         attributes = s.attributes
         if STEP_INDEX in attributes or TOOL_OUTCOME in attributes:
             return True
-    return any(key.startswith("agent_trace.") and key != NORMALIZED_FROM for s in spans for key in s.attributes)
+    return any(key.startswith("agent_trace.") and key != NORMALIZED_FROM and not key.startswith(_PROCESSOR_KEYS)
+               for s in spans for key in s.attributes)
+
+
+_PROCESSOR_KEYS = "agent_trace.redaction."
 
 
 def normalize_trace(spans: list[Span]) -> str | None:

@@ -1,0 +1,46 @@
+"""litellm `completion` / `acompletion` → the normalized model: one chat span per call, whatever
+provider litellm routes to.
+
+litellm takes and returns the Chat Completions shapes (messages, tools, `ModelResponse`,
+streamed chunks), so the translation is openai.py's. Its own calls into a provider's client (the
+openai client's `with_raw_response.create`, or `post` directly) happen inside our wrapper, where
+`recorder/calls.recording` passes them through: never a second chat span. Its stream wrapper can
+be iterated both ways, so each entry point says which.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.providers import openai as openai_provider
+from otel_agent_trace.providers._translate import get as _get
+from otel_agent_trace.recorder.calls import chat_wrapper
+from otel_agent_trace.recorder.stream import wrap_stream
+
+MODULE = "litellm"
+
+
+def _request(instance: Any, args: tuple, kwargs: dict[str, Any]) -> ChatRequest:
+    if args:  # completion(model, messages, ...) positionally
+        kwargs = {**dict(zip(("model", "messages"), args)), **kwargs}
+    request = openai_provider.parse_request(kwargs)
+    model = request.model or ""
+    prefix, slash, _ = model.partition("/")
+    request.provider = str(kwargs.get("custom_llm_provider") or (prefix if slash else "litellm"))
+    return request
+
+
+def _end(is_async: bool) -> Any:
+    def end(invocation: Any, result: Any) -> Any:
+        if _get(result, "choices") is None and (hasattr(result, "__iter__") or hasattr(result, "__aiter__")):
+            invocation.defer()
+            return wrap_stream(result, invocation, openai_provider.StreamAccumulator(), is_async)
+        invocation.stop(openai_provider.parse_response(result))
+        return result
+
+    return end
+
+
+TARGETS = {"completion": chat_wrapper(_request, _end(False), "litellm"),
+           "acompletion": chat_wrapper(_request, _end(True), "litellm")}

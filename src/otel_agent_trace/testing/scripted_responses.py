@@ -1,0 +1,107 @@
+"""The scripted server's OpenAI Responses endpoint (`POST /v1/responses`), JSON and SSE.
+
+A Responses request is turned into the Chat Completions view the scripts are written against
+(instructions → system, input items → messages, `function_call` items → an assistant message's
+tool calls, `function_call_output` → tool messages), prefixed by the stored conversation of its
+`previous_response_id`, so one script answers both APIs. Each response's conversation is kept
+(like the real API's `store`), and its output is built from the scripted turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any, Mapping
+
+_ids = itertools.count(1)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def chat_view(body: Mapping[str, Any], stored: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The request's whole conversation as Chat Completions messages."""
+    messages = list(stored.get(body.get("previous_response_id") or "", []))
+    if body.get("instructions") and not (messages and messages[0]["role"] == "system"):
+        messages.insert(0, {"role": "system", "content": body["instructions"]})
+    items = body.get("input") or []
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items:
+        kind = item.get("type")
+        if kind == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item.get("arguments") or ""}}
+            if messages and messages[-1]["role"] == "assistant" and "tool_call_id" not in messages[-1]:
+                messages[-1] = {**messages[-1], "tool_calls": [*(messages[-1].get("tool_calls") or []), call]}
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": _text(item.get("output"))})
+        elif kind in (None, "message"):
+            messages.append({"role": item.get("role") or "user", "content": _text(item.get("content"))})
+    return messages
+
+
+def response_body(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """A `response` object with the same decision as a scripted chat completion."""
+    message = completion["choices"][0]["message"]
+    number = next(_ids)
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        output.append({"type": "message", "id": f"msg_{number}", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": message["content"], "annotations": []}]})
+    for call in message.get("tool_calls") or ():
+        output.append({"type": "function_call", "id": f"fc_{call['id']}", "call_id": call["id"], "status": "completed",
+                       "name": call["function"]["name"], "arguments": call["function"]["arguments"]})
+    usage = completion["usage"]
+    return {
+        "id": f"resp_scripted_{number}", "object": "response", "created_at": int(time.time()), "status": "completed",
+        "model": completion["model"], "output": output, "error": None, "incomplete_details": None,
+        "instructions": body.get("instructions"), "metadata": {}, "parallel_tool_calls": True,
+        "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto", "tools": body.get("tools") or [],
+        "previous_response_id": body.get("previous_response_id"),
+        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                  "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+
+
+def stream_events(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The same response as `ResponseStreamEvent`s: created, each item (text and arguments as
+    deltas), completed."""
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": started},
+                                    {"type": "response.in_progress", "response": started}]
+    for index, item in enumerate(response["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": {**item, "status": "in_progress", "content": []}})
+            where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            events.append({"type": "response.content_part.added", **where,
+                           "part": {"type": "output_text", "text": "", "annotations": []}})
+            for start in range(0, len(text), 16):
+                events.append({"type": "response.output_text.delta", **where, "delta": text[start:start + 16],
+                               "logprobs": []})
+            events.append({"type": "response.output_text.done", **where, "text": text, "logprobs": []})
+            events.append({"type": "response.content_part.done", **where, "part": item["content"][0]})
+        else:
+            args = item["arguments"]
+            half = len(args) // 2
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": {**item, "status": "in_progress", "arguments": ""}})
+            for delta in (args[:half], args[half:]):
+                events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                               "output_index": index, "delta": delta})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
