@@ -239,14 +239,17 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _sse(self, completion: dict[str, Any], include_usage: bool, chunk_delay: float = 0.0,
                  break_after: int | None = None) -> None:
+            events = stream_chunks(completion)
+            if include_usage:
+                events.append({**events[-1], "choices": [], "usage": completion["usage"]})
+            if break_after and not chunk_delay:  # dropped mid-stream: a chunked body missing its end
+                data = [b"data: " + json.dumps(event).encode() + b"\n\n" for event in events]
+                return self._chunked([b"".join(data[:break_after])], complete=False)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            events = stream_chunks(completion)
-            if include_usage:
-                events.append({**events[-1], "choices": [], "usage": completion["usage"]})
             try:
                 for n, event in enumerate(events):
                     if break_after is not None and n >= break_after:
