@@ -23,6 +23,8 @@ failed, phase `critical`.
 from __future__ import annotations
 
 import atexit
+import os
+import signal
 import sys
 import threading
 import time
@@ -55,6 +57,7 @@ class Handler:
     def __init__(self, config: AgentTraceConfig | None = None, tracer_provider: trace.TracerProvider | None = None):
         self.config = config or config_module.current()
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
+        self.tracer_provider = tracer_provider
         self.enabled = True
         self._final_schema: object = _UNLOADED
         self._open: dict[int, RunInvocation] = {}  # open implicit runs, oldest first
@@ -302,13 +305,21 @@ def record_tool(name: str, arguments: Any = None, call_id: str | None = None,
 # --- the program's end ----------------------------------------------------------------------------
 class ExitHooks:
     """`sys.excepthook`, `threading.excepthook`, the asyncio loop's default handler and atexit,
-    chained to what was there before; installed by the instrumentor, removed by uninstrument."""
+    chained to what was there before; installed by the instrumentor, removed by uninstrument.
+
+    SIGTERM: Python's default action ends the process without atexit, so the spans still queued
+    in a batch processor would be lost. When the program has no SIGTERM handler of its own, ours
+    ends the open runs, flushes the providers (bounded), then re-raises the default action: the
+    exit status stays "killed by SIGTERM". A handler the program installs later replaces ours."""
+
+    FLUSH_SECONDS = 5.0
 
     def __init__(self) -> None:
         self._installed = False
         self._sys: Any = None
         self._threading: Any = None
         self._asyncio: Any = None
+        self._sigterm = False
 
     def install(self) -> None:
         if self._installed:
@@ -329,6 +340,7 @@ class ExitHooks:
 
         base_events.BaseEventLoop.default_exception_handler = default_exception_handler  # type: ignore[method-assign]
         atexit.register(self._at_exit)
+        safely("install SIGTERM flush", self._install_sigterm)
 
     def uninstall(self) -> None:
         if not self._installed:
@@ -342,6 +354,38 @@ class ExitHooks:
 
         base_events.BaseEventLoop.default_exception_handler = self._asyncio  # type: ignore[method-assign]
         atexit.unregister(self._at_exit)
+        if self._sigterm:
+            self._sigterm = False
+            safely("remove SIGTERM flush", self._remove_sigterm)
+
+    def _install_sigterm(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._sigterm = True
+
+    def _remove_sigterm(self) -> None:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        # flush on a helper thread, bounded: the main thread may hold a lock the export needs
+        flusher = threading.Thread(target=self._flush_for_exit, name="otel-agent-trace-sigterm", daemon=True)
+        flusher.start()
+        flusher.join(self.FLUSH_SECONDS)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    @staticmethod
+    def _flush_for_exit() -> None:
+        handler = _active
+        if handler is not None:
+            safely("SIGTERM: end runs", handler.end_implicit_runs)
+        providers = {id(p): p for p in (handler.tracer_provider if handler else None, trace.get_tracer_provider())
+                     if p is not None and hasattr(p, "force_flush")}
+        for provider in providers.values():
+            safely("SIGTERM: flush", provider.force_flush, int(ExitHooks.FLUSH_SECONDS * 1000))
 
     def _sys_hook(self, exc_type: Any, exc: BaseException, tb: Any) -> None:
         if _active is not None:
