@@ -110,3 +110,27 @@ def test_fuzz_never_crashes_and_keeps_good_traces(tmp_path, garbage, flip):
     assert analysis.inputs[0].error is None
     found = {f.run.trace_id: f for f in analysis.findings}
     assert found[T].origin is not None and found[T].origin.span_id == ids(0)["tool"]
+
+
+def test_invalid_utf8_in_fields_the_analyzer_skips_is_reported_and_the_trace_kept(tmp_path, capsys):
+    """The typed fast path skips ignored fields (`traceState`) and unknown keys unchecked: bad bytes
+    there were read with no report (found by the long fuzz run, issue 18)."""
+    ignored = [dict(s) for s in GOOD]
+    ignored[0]["traceState"] = "k=v"
+    unknown = [dict(s) for s in failing_run(1)]
+    unknown[0]["vendorField"] = "v"
+    lines = [line(ignored).encode().replace(b'"k=v"', b'"k=\xed\xa0\x80"'),
+             line(unknown).encode().replace(b'"vendorField": "v"', b'"vendorField": "\xff"').replace(
+                 b'"vendorField":"v"', b'"vendorField":"\xff"')]
+    assert all(b"\xed" in ln or b"\xff" in ln for ln in lines)  # the bad bytes are in place
+    path = tmp_path / "skipped-fields.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert cli_main(["analyze", "--format", "json", str(path)]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    bad = {b["line"]: b["reason"] for b in report["inputs"][0]["bad_lines"]}
+    assert set(bad) == {1, 2} and all(r.startswith("not valid UTF-8 at byte") for r in bad.values()), bad
+    assert f"{path}:1: not valid UTF-8" in captured.err
+    runs = {r["trace_id"]: r for r in report["runs"]}
+    assert runs[T]["origin"]["span_id"] == ids(0)["tool"]  # both traces still analysed
+    assert runs[f"{2:032x}"]["status"] == "failed"

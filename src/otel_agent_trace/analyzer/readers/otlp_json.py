@@ -132,9 +132,14 @@ def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list
     """Spans of one record (a JSON Lines line or a decompressed frame)."""
     report.bytes_read += len(raw)
     try:
-        return _typed_spans(_decode_export(raw), path, number, report)
+        spans = _typed_spans(_decode_export(raw), path, number, report)
     except _NOT_TYPED:  # not the common shape (or a `BAD_RECORD`): the orjson path reads or reports it
         return _read_record_orjson(raw, number, path, report)
+    if not raw.isascii():  # the typed path skips the fields it ignores (`Raw`) without checking them
+        bad_at = _first_bad_utf8(raw)
+        if bad_at >= 0:
+            report.bad(number, f"not valid UTF-8 at byte {bad_at}, in a field the analyzer does not read")
+    return spans
 
 
 def _read_record_orjson(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
