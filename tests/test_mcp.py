@@ -202,6 +202,54 @@ def test_zero_code_the_critical_failure_is_the_exception_inside_the_group(tmp_pa
     assert run["origin"]["tool"] == "lookup_order" and run["origin"]["error_type"] == "tool_empty_result"
 
 
+IN_PROCESS = """
+import asyncio, json
+import mcp_agent, openai, support_agent
+from mcp import Client
+from mcp_server import server as tools_server
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+async def ticket(client, tools_client, text):
+    tools = mcp_agent.openai_tools(await tools_client.list_tools())
+    messages = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": text}]
+    while True:
+        message = (await client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)).choices[0].message
+        if not message.tool_calls:
+            return support_agent.check_reply(text, message.content)
+        messages.append(message)
+        for call in message.tool_calls:
+            result = await tools_client.call_tool(call.function.name, json.loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": mcp_agent.result_text(result)})
+
+async def main(base_url):
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+    async with Client(tools_server) as tools_client:   # the server runs in this process: its spans are ours too
+        await ticket(client, tools_client, support_agent.TICKETS[2])
+        await ticket(client, tools_client, support_agent.TICKETS[1])
+
+with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
+    asyncio.run(main(server.base_url))
+"""
+
+
+def test_an_in_process_servers_tool_spans_restate_ours(tmp_path):
+    """`mcp.Client(server)`: the server's `tools/call {name}` spans (`gen_ai.operation.name=execute_tool`)
+    nest inside ours; the analyzer counts each call once and takes no failure of theirs for a second one."""
+    proc, traces = run_instrumented(IN_PROCESS, tmp_path)
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    spans = spans_of(traces)
+    by_id = {s["spanId"]: s for s in spans}
+    theirs = [s for s in spans if s["scope"] == "mcp-python-sdk" and s["attrs"].get("gen_ai.operation.name") == "execute_tool"]
+    ours = [s for s in spans if s["scope"] == "otel_agent_trace" and s["name"].startswith("execute_tool")]
+    assert len(theirs) == len(ours) == 4  # track_shipment twice (Client.call_tool: one span), lookup, refund
+    assert all(by_id[s["parentSpanId"]]["scope"] == "otel_agent_trace" for s in theirs)
+    flaky, failed = sorted(analyze(traces)["runs"], key=lambda r: r["status"], reverse=True)
+    assert flaky["status"] == "ok" and flaky["errors"] == [] and len(flaky["recovered"]) == 1
+    assert failed["origin"]["tool"] == "lookup_order" and failed["origin"]["error_type"] == "tool_empty_result"
+    assert failed["critical"]["description"].startswith("MissingRefundAmount")
+    assert [e["span_name"] for e in failed["errors"]] == ["execute_tool lookup_order", "execute_tool calculate_refund"]
+
+
 def _group() -> BaseException:
     """A real two-level task-group failure, as anyio raises it."""
     try:

@@ -258,7 +258,7 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
     two), and the framework spans that raised (`_raised`): of the spans that are neither tools
     nor model calls, only those can be a derived origin."""
     root = run.root
-    tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    tool_ids, chat_ids, restated = run.tool_ids, run.chat_ids, run.restated
     states = life.states
     restating: dict[str, str] = {}
     raised_others: list[Span] = []
@@ -287,6 +287,8 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
         if span is root:
             continue
         span_id = span.span_id
+        if span_id in restated:
+            continue  # our tool span inside which it ran records the failure
         if span_id in tool_ids:
             if span.parent_id:
                 restating[span.parent_id] = "tool"
