@@ -45,6 +45,7 @@ from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace import detectors
+from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
     CONTEXT_MESSAGE_HASHES,
@@ -138,8 +139,8 @@ def tool_error_type(span: Span) -> tuple[str | None, bool]:
     if outcome:
         return _OUTCOME_TYPE.get(str(outcome)), False
     if _raised(span):
-        text = (span.status_message + " " + " ".join(str(e.attributes.get("exception.type", ""))
-                                                     for e in span.events)).lower()
+        text = (span.status_message + " " + " ".join(event_exception(e.attributes)[0]
+                                                     for e in span.events if e.name == "exception")).lower()
         return (ErrorType.TOOL_TIMEOUT.value if "timeout" in text else ErrorType.TOOL_EXCEPTION.value), True
     result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
     if result is not None:
@@ -173,11 +174,12 @@ KIND_REASON = {
 
 
 def exception_text(span: Span) -> tuple[str, str]:
-    """(exception type, message) of a span's first exception event, else ('', status message)."""
+    """(exception type, message) of a span's first exception event (an exception group's: of the
+    exception that caused it), else ('', status message)."""
     for event in span.events:
         if event.name == "exception":
-            return (str(event.attributes.get("exception.type", "")),
-                    str(event.attributes.get("exception.message", ""))[:2000])
+            exc_type, message = event_exception(event.attributes)
+            return exc_type, message[:2000]
     return "", span.status_message
 
 
@@ -256,7 +258,7 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
     two), and the framework spans that raised (`_raised`): of the spans that are neither tools
     nor model calls, only those can be a derived origin."""
     root = run.root
-    tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    tool_ids, chat_ids, restated = run.tool_ids, run.chat_ids, run.restated
     states = life.states
     restating: dict[str, str] = {}
     raised_others: list[Span] = []
@@ -285,6 +287,8 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
         if span is root:
             continue
         span_id = span.span_id
+        if span_id in restated:
+            continue  # our tool span inside which it ran records the failure
         if span_id in tool_ids:
             if span.parent_id:
                 restating[span.parent_id] = "tool"

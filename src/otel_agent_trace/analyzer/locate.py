@@ -32,6 +32,7 @@ from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.causes import event_exception
 from otel_agent_trace.model import (ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STRONG_RELATIONS, ErrorType, Phase,
                                     Relation)
 
@@ -307,13 +308,14 @@ def _describe(span: Span, rule: Rule) -> str:
 
 
 def failure_text(span: Span) -> str | None:
-    """What the span said when it failed: its status message, else its first exception event."""
-    if span.status_message:
-        return span.status_message
-    for event in span.events:
-        if event.name == "exception":
-            return f"{event.attributes.get('exception.type', '')}: {event.attributes.get('exception.message', '')}"
-    return None
+    """What the span said when it failed: its status message, else its first exception event (an
+    exception group, in either: the exception that caused it)."""
+    event = next((e for e in span.events if e.name == "exception"), None)
+    if event is not None:
+        exc_type, message = event_exception(event.attributes)
+        if not span.status_message or exc_type != event.attributes.get("exception.type"):
+            return f"{exc_type}: {message}"
+    return span.status_message or None
 
 
 def tool_name(span: Span) -> Any:

@@ -21,6 +21,7 @@ from otel_agent_trace.model import (
     OP_INVOKE_AGENT,
     STEP_INDEX,
     STEP_SPAN_PREFIX,
+    TOOL_SOURCE,
 )
 
 
@@ -36,6 +37,8 @@ class Run:
     chats: list[Span] = field(default_factory=list)
     tool_ids: set[str] = field(default_factory=set)
     chat_ids: set[str] = field(default_factory=set)
+    # another instrumentation's tool spans inside our `execute_tool` spans (`_drop_restated_tools`)
+    restated: set[str] = field(default_factory=set)
 
     @cached_property
     def tool_names(self) -> list[str]:
@@ -205,6 +208,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
         steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
     if len(tools) > 1:
+        _drop_restated_tools(run)
         tools.sort(key=_START)
 
 
@@ -222,6 +226,31 @@ def _drop_duplicate_chats(run: Run) -> None:
         return  # a trace of one instrumentation (ours, or a foreign one normalized)
     run.chats[:] = ours
     run.chat_ids.intersection_update(c.span_id for c in ours)
+
+
+def _drop_restated_tools(run: Run) -> None:
+    """Another span of a tool execution we recorded, inside our `execute_tool` span, is not a
+    second execution: an MCP server's `tools/call {name}` span (`gen_ai.operation.name=execute_tool`,
+    continuing the trace through the request's `_meta`, or in-process), a framework's own tool span.
+    It stays in the run's spans; it leaves the run's tool calls, so loops, retries, metrics and
+    origins see the call once, as we recorded it (its failure restates ours: `run.restated`)."""
+    ours = {t.span_id for t in run.tools if TOOL_SOURCE in t.attributes}
+    if not ours or len(ours) == len(run.tools):
+        return
+    spans = run.spans
+    restated = set()
+    for tool in run.tools:
+        if tool.span_id in ours:
+            continue
+        node = spans.get(tool.parent_id or "")
+        while node is not None and node.span_id not in ours:
+            node = spans.get(node.parent_id or "")
+        if node is not None:
+            restated.add(tool.span_id)
+    if restated:
+        run.tools[:] = [t for t in run.tools if t.span_id not in restated]
+        run.tool_ids.difference_update(restated)
+        run.restated |= restated
 
 
 _OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})

@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from otel_agent_trace._failopen import safely
+from otel_agent_trace.causes import cause
 
 
 class Invocation:
@@ -67,10 +68,11 @@ class Invocation:
             safely(f"{self.kind}.stop", self._on_stop, *result)
 
     def fail(self, exc: BaseException) -> None:
-        """The operation raised `exc` (re-raised to the host unchanged by whoever called it)."""
+        """The operation raised `exc` (re-raised to the host unchanged by whoever called it); an
+        exception group is recorded as the exception that caused it (`causes.py`)."""
         if not self._settled:
             self._settled = True
-            safely(f"{self.kind}.fail", self._on_fail, exc)
+            safely(f"{self.kind}.fail", self._on_fail, cause(exc))
 
     def _on_stop(self, *result: Any) -> None:
         raise NotImplementedError

@@ -43,6 +43,7 @@ from collections import defaultdict
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
 from otel_agent_trace.analyzer.normalize.evidence import result_error
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
     DEPENDS_ON,
@@ -250,7 +251,7 @@ def _normalize_run(root: Span, members: list[Span], facts: dict[str, Facts], con
 def _outcome(tool: Span, fact: Facts) -> Outcome:
     for event in tool.events:
         if event.name == "exception":
-            kind = f"{event.attributes.get('exception.type', '')} {event.attributes.get('exception.message', '')}"
+            kind = " ".join(event_exception(event.attributes))
             return Outcome.TIMEOUT if "timeout" in kind.lower() or "timed out" in kind.lower() else Outcome.EXCEPTION
     if tool.status_code == STATUS_ERROR:
         message = tool.status_message.lower()
