@@ -64,6 +64,8 @@ def test_healthy_runs_are_ok_never_suspect(server, tmp_path, name):
         [recovered] = run["recovered"]
         assert recovered["error_type"] == "tool_error_result" and recovered["recovered_by_span_id"]
         assert recovered["recovered_by_span_id"] != recovered["span_id"]
+        assert recovered["located_at"][0] == recovered["decision_span_id"]
+        assert recovered["located_at"][1:] == [recovered["read_by_span_id"]]  # the step that retried read it
 
 
 def test_an_answer_resting_on_a_fabricated_value_is_suspect(server, tmp_path):
@@ -88,6 +90,8 @@ def test_a_made_up_argument_is_placed_at_the_decision(server, tmp_path):
     assert failed["span_name"] == "execute_tool lookup_order" and failed["bug_class"] == "tool"
     assert failed["decision_span_id"] == invalid["span_id"]  # the step that ran the tool
     assert failed["read_by_span_id"] not in (None, failed["span_id"])  # the next decision read it
+    assert invalid["located_at"] == [invalid["span_id"]]  # a model-made error: its decision only
+    assert failed["located_at"] == [failed["decision_span_id"], failed["read_by_span_id"]]  # ran it, read it
     assert run["status"] == "suspect"
 
 
