@@ -101,3 +101,18 @@ def test_errors_are_ranked_earliest_first(server, tmp_path):
     starts = [e["start_time_unix_nano"] for e in run["errors"]]
     assert starts == sorted(starts) and run["errors"][0]["step_index"] == 3
     assert [r["step_index"] for r in run["recovered"]] == [10, 20]
+
+
+def test_an_answer_value_inside_a_longer_result_value_is_unverified(server, tmp_path):
+    """The answer's `A1001` occurs in a tool result only inside `XA1001Y`, another value: the
+    answer is not verifiable (the check that reads only results holding a value as written must
+    not take a substring for the value)."""
+    path = record_run(server, tmp_path / "t.jsonl", "refund my last order please", [
+        call("lookup_order", ref="last"), {"content": "Your refund for order A1001 is on its way."}],
+        {"lookup_order": lambda ref: {"order": "XA1001Y", "state": "found"}})
+    report = analyze_json(path)
+    assert report["summary"]["metrics"]["reliability"]["verifiability"] == 0.0
+    healthy = analyze_json(record_run(server, tmp_path / "h.jsonl", "refund my last order please", [
+        call("lookup_order", ref="last"), {"content": "Your refund for order A1001 is on its way."}],
+        {"lookup_order": lambda ref: {"order": "A1001", "state": "found"}}))
+    assert healthy["summary"]["metrics"]["reliability"]["verifiability"] == 1.0
