@@ -15,13 +15,16 @@ spans that match some gold error; recall of all gold errors and of the System Ex
 
 Lists, per trace, from the JSON (runs of a trace merged in the report's ranking: proven before
 suspected, then by start time):
-* `origin + chain`: each failed run's `origin`, then its `chain` hops that carry an error type;
+* `origin + chain`: each failed or suspect run's `origin`, then its `chain` hops that carry an error type;
 * `errors[] where they appeared`: each entry's `span_id`;
-* `errors[] as the report places them` (the report's own list): each entry at its
-  `decision_span_id` (the step that made or ran it), a tool or environment failure (`bug_class`
-  `tool`) at its `read_by_span_id` when a decision read it;
-* `  + recovered[]`: then the recovered errors, placed the same way (TRAIL labels an error whether
-  or not the agent recovered from it).
+* **`errors[] as the report locates them`** (the report's own list): each entry's `located_at`, in
+  order (the decision that made or ran it; for a tool or environment failure also the decision
+  that read it); `+ recovered[]`: then the recovered errors' `located_at` (TRAIL labels an error
+  whether or not the agent recovered from it; System Execution recall counts them, as the corpus
+  README says);
+* `proven errors[] only`: the same without the entries flagged `suspicion`;
+* `one place per error` (the placement before this commit, for comparison): `decision_span_id`, a
+  tool or environment failure at `read_by_span_id` instead.
 """
 
 from __future__ import annotations
@@ -68,8 +71,13 @@ def report_of(traces: str) -> dict[str, Any]:
             return json.load(handle)
 
 
-def placed(entry: dict[str, Any]) -> str:
-    """Where the report places an error (see the module docstring)."""
+def located(entry: dict[str, Any]) -> list[str]:
+    """Where the report locates an error (its `located_at`)."""
+    return entry.get("located_at") or [entry.get("decision_span_id") or entry["span_id"]]
+
+
+def one_place(entry: dict[str, Any]) -> str:
+    """The earlier single placement: a tool failure at the decision that read it, else the decision."""
     if entry.get("bug_class") == "tool" and entry.get("read_by_span_id"):
         return entry["read_by_span_id"]
     return entry.get("decision_span_id") or entry["span_id"]
@@ -93,19 +101,18 @@ def predictions(report: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
             chain.extend(h["span_id"] for h in run["chain"] if h.get("error_type") and h["span_id"] != run["run_span_id"])
         errors[trace].extend(run["errors"])
         recovered[trace].extend(run.get("recovered") or ())
-    for trace, entries in errors.items():
-        ranked = _ranked(entries)
+    for trace in set(errors) | set(recovered):
+        ranked, rec = _ranked(errors[trace]), _ranked(recovered[trace])
+        placed = [x for e in ranked for x in located(e)]
         lists["errors[] where they appeared"][trace] = [e["span_id"] for e in ranked]
-        lists["errors[] as the report places them"][trace] = [placed(e) for e in ranked]
-        lists["  + recovered[]"][trace] = [placed(e) for e in ranked] + [placed(e) for e in _ranked(recovered[trace])]
-        proven = [e for e in ranked if not e.get("suspicion")]
-        lists["proven errors[] only (suspicions apart)"][trace] = [placed(e) for e in proven]
-        both = [x for e in proven for x in (e.get("decision_span_id") or e["span_id"], placed(e))]
-        lists["proven, tool failures at their step and reader"][trace] = both
-        lists["  + recovered[] "][trace] = both + [placed(e) for e in _ranked(recovered[trace])]
-    for trace, entries in recovered.items():
-        if trace not in errors:
-            lists["  + recovered[]"][trace] = [placed(e) for e in _ranked(entries)]
+        lists["errors[] as the report locates them"][trace] = placed
+        lists["  + recovered[]"][trace] = placed + [x for e in rec for x in located(e)]
+        proven = [x for e in ranked if not e.get("suspicion") for x in located(e)]
+        lists["proven errors[] only (suspicions apart)"][trace] = proven
+        lists["  + recovered[] "][trace] = proven + [x for e in rec for x in located(e)]
+        lists["one place per error (before)"][trace] = [one_place(e) for e in ranked]
+        lists["  + recovered[]  "][trace] = [one_place(e) for e in ranked] + [
+            e.get("decision_span_id") or e["span_id"] for e in rec]
     return {name: {t: list(dict.fromkeys(ids)) for t, ids in per.items()} for name, per in lists.items()}
 
 
@@ -141,15 +148,16 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
 
 
 def by_type(report: dict[str, Any], labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, str]:
-    """matched/predicted per error type of `errors[]` as the report places them."""
+    """matched/predicted per error type and location of `errors[]` (a located span counts once per entry)."""
     gold = {lab["trace_id"]: [e["span_id"] for e in lab["gold"]["errors"] if e.get("span_id")] for lab in labels}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for run in report["runs"]:
         trace = run["trace_id"]
         for e in run["errors"]:
-            key = (e["error_type"] or "?") + (" (suspicion)" if e.get("suspicion") else "")
-            counts[key][1] += 1
-            counts[key][0] += any(near(placed(e), g, parents.get(trace, {})) for g in gold.get(trace, ()))
+            for i, at in enumerate(located(e)):
+                key = (e["error_type"] or "?") + (" (suspicion)" if e.get("suspicion") else "") + (" @reader" if i else "")
+                counts[key][1] += 1
+                counts[key][0] += any(near(at, g, parents.get(trace, {})) for g in gold.get(trace, ()))
     return {k: f"{m}/{n}" for k, (m, n) in sorted(counts.items(), key=lambda kv: -kv[1][1])}
 
 
@@ -185,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, pred in predictions(report).items():
         results[name] = score(pred, labels, parents)
     results["baseline: error-status/exception spans"] = score(baseline(spans), labels, parents)
-    results["precision by error type (errors[] as placed)"] = by_type(report, labels, parents)
+    results["precision by error type (errors[] as located)"] = by_type(report, labels, parents)
     print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, {results['runs']} runs "
           f"{results['statuses']}")
     print(f"| what the user reads | origin@1 vs earliest HIGH | hit@3 | precision | recall (all gold) | System Execution recall |")
@@ -196,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {key.strip()} | {r['hit@1']}/{r['traces_with_high']} | {r['hit@3']}/{r['traces_with_high']} | "
               f"{r['precision']:.2f} ({r['matched']}/{r['predicted']}) | {r['recall_rate']:.2f} ({r['recall']}) | "
               f"{r['system_execution_found']}/{r['system_execution_total']} |")
-    print("precision by error type (errors[] as placed):",
-          ", ".join(f"{k} {v}" for k, v in results["precision by error type (errors[] as placed)"].items()))
+    print("precision by error type (errors[] as located):",
+          ", ".join(f"{k} {v}" for k, v in results["precision by error type (errors[] as located)"].items()))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(results, handle, indent=2)

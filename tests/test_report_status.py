@@ -64,6 +64,8 @@ def test_healthy_runs_are_ok_never_suspect(server, tmp_path, name):
         [recovered] = run["recovered"]
         assert recovered["error_type"] == "tool_error_result" and recovered["recovered_by_span_id"]
         assert recovered["recovered_by_span_id"] != recovered["span_id"]
+        assert recovered["located_at"][0] == recovered["decision_span_id"]
+        assert recovered["located_at"][1:] == [recovered["read_by_span_id"]]  # the step that retried read it
 
 
 def test_an_answer_resting_on_a_fabricated_value_is_suspect(server, tmp_path):
@@ -88,6 +90,8 @@ def test_a_made_up_argument_is_placed_at_the_decision(server, tmp_path):
     assert failed["span_name"] == "execute_tool lookup_order" and failed["bug_class"] == "tool"
     assert failed["decision_span_id"] == invalid["span_id"]  # the step that ran the tool
     assert failed["read_by_span_id"] not in (None, failed["span_id"])  # the next decision read it
+    assert invalid["located_at"] == [invalid["span_id"]]  # a model-made error: its decision only
+    assert failed["located_at"] == [failed["decision_span_id"], failed["read_by_span_id"]]  # ran it, read it
     assert run["status"] == "suspect"
 
 
@@ -97,3 +101,18 @@ def test_errors_are_ranked_earliest_first(server, tmp_path):
     starts = [e["start_time_unix_nano"] for e in run["errors"]]
     assert starts == sorted(starts) and run["errors"][0]["step_index"] == 3
     assert [r["step_index"] for r in run["recovered"]] == [10, 20]
+
+
+def test_an_answer_value_inside_a_longer_result_value_is_unverified(server, tmp_path):
+    """The answer's `A1001` occurs in a tool result only inside `XA1001Y`, another value: the
+    answer is not verifiable (the check that reads only results holding a value as written must
+    not take a substring for the value)."""
+    path = record_run(server, tmp_path / "t.jsonl", "refund my last order please", [
+        call("lookup_order", ref="last"), {"content": "Your refund for order A1001 is on its way."}],
+        {"lookup_order": lambda ref: {"order": "XA1001Y", "state": "found"}})
+    report = analyze_json(path)
+    assert report["summary"]["metrics"]["reliability"]["verifiability"] == 0.0
+    healthy = analyze_json(record_run(server, tmp_path / "h.jsonl", "refund my last order please", [
+        call("lookup_order", ref="last"), {"content": "Your refund for order A1001 is on its way."}],
+        {"lookup_order": lambda ref: {"order": "A1001", "state": "found"}}))
+    assert healthy["summary"]["metrics"]["reliability"]["verifiability"] == 1.0

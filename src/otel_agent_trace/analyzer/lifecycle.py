@@ -680,12 +680,16 @@ def _fabricated(run: Run, life: Lifecycle) -> None:
     results: set[str] | None = None
     for step in finals:
         answer = answer_text(run, step)
-        if not answer or not detectors.distinctive_values(answer):
+        values = detectors.distinctive_values(answer) if answer else frozenset()
+        if not values:
             life.verifiable = None
             continue  # nothing in it to check (the common case needs no look at the context)
-        if results is None:
-            results = _tool_results(run)
-        unverified = detectors.fabricated_values(answer, results)
+        if results is None and _all_in_results(run, values):
+            unverified: list[str] = []  # each value found in some result: nothing unseen
+        else:
+            if results is None:
+                results = _tool_results(run)
+            unverified = detectors.fabricated_values(answer, results)
         if step is run.steps[-1]:
             life.verifiable = not unverified
         if not unverified:
@@ -697,6 +701,20 @@ def _fabricated(run: Run, life: Lifecycle) -> None:
             _mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "
                   "the instructions or a tool result")
+
+
+def _all_in_results(run: Run, values: frozenset[str]) -> bool:
+    """Whether every value of an answer is among the tool results' values, proven by reading
+    only the results whose text holds the value as written (a substring test in C); False when
+    that does not prove it, and the caller reads every result (`_tool_results`). Same answer, a
+    fraction of the work: scanning every result was half the analysis on runs with answers."""
+    texts = [t for t in (tool.attributes.get(GEN_AI_TOOL_CALL_RESULT) for tool in run.tools)
+             if isinstance(t, str) and t]
+    for key in values:
+        needle = key[2:]
+        if not any(needle in text and key in detectors.distinctive_values(text) for text in texts):
+            return False
+    return True
 
 
 def _tool_results(run: Run) -> set[str]:

@@ -102,11 +102,13 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
     st = life.states.get(span.span_id) if life else None
     error_type = st.error_type if st else None
     reader = f.readers.get(span.span_id)
+    bug_class = BUG_CLASS_OF_ERROR.get(error_type or "")
     return {**_ref(f.run, span), "error_type": error_type, "derived": bool(st and st.derived),
             "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags),
-            "bug_class": BUG_CLASS_OF_ERROR.get(error_type or ""), "start_time_unix_nano": span.start_ns,
+            "bug_class": bug_class, "start_time_unix_nano": span.start_ns,
             "decision_span_id": _decision(f.run, span).span_id,
-            "read_by_span_id": reader.span_id if reader is not None else None}
+            "read_by_span_id": reader.span_id if reader is not None else None,
+            "located_at": located_at(f.run, span, bug_class, reader)}
 
 
 def _recovered(f: Finding) -> list[dict[str, Any]]:
@@ -119,16 +121,43 @@ def _recovered(f: Finding) -> list[dict[str, Any]]:
     for span in f.recovered:
         by = recovered_by(f.graph, failed, span.span_id) if f.graph is not None else None
         error_type = life.error_type(span.span_id) if life else None
-        out.append({**_ref(run, span), "error_type": error_type, "bug_class": BUG_CLASS_OF_ERROR.get(error_type or ""),
+        bug_class = BUG_CLASS_OF_ERROR.get(error_type or "")
+        reader = f.readers.get(span.span_id)
+        out.append({**_ref(run, span), "error_type": error_type, "bug_class": bug_class,
                     "start_time_unix_nano": span.start_ns, "decision_span_id": _decision(run, span).span_id,
-                    "recovered_by_span_id": by})
+                    "recovered_by_span_id": by,
+                    "read_by_span_id": reader.span_id if reader is not None else None,
+                    "located_at": located_at(run, span, bug_class, reader)})
     return out
 
 
+def located_at(run: Any, span: Span, bug_class: str | None, reader: Span | None) -> list[str]:
+    """Where the report locates an error, in reading order (docs/analyzer.md, "Placement"): the
+    decision that made or ran it; for a tool or environment failure (`bug_class` `tool`) also the
+    decision that read it, the first one that acted knowing of the failure. Both are facts of the
+    trace: the failure happened inside the first step and entered the second one's context."""
+    places = [_decision(run, span).span_id]
+    if bug_class == "tool" and reader is not None:
+        places.append(_enclosing_step(run, reader).span_id)
+    return list(dict.fromkeys(places))
+
+
 def _decision(run: Any, span: Span) -> Span:
-    """The step that made or ran an error's span: a tool's parent, unless that is the run itself."""
+    """The step that made or ran an error's span: a tool's parent, unless that is the run itself;
+    a model call nested in a framework's step span, that step span (see `_enclosing_step`)."""
     if span.span_id in run.tool_ids and span.parent_id and span.parent_id != run.root.span_id:
         return run.spans.get(span.parent_id, span)
+    return _enclosing_step(run, span)
+
+
+def _enclosing_step(run: Any, span: Span) -> Span:
+    """A decision as one unit: when a framework nests each model call in a step span of its own
+    (smolagents' `Step N`, which also holds the tools that call ran), that step span; otherwise
+    the span itself (our `agent_step` spans are the steps; a span holding several steps is none)."""
+    parent = span.parent_id
+    if span.span_id in run.step_ids and parent and parent != run.root.span_id and parent in run.spans \
+            and sum(1 for s in run.steps if s.parent_id == parent) == 1:
+        return run.spans[parent]
     return span
 
 
