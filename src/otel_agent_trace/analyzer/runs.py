@@ -152,6 +152,8 @@ def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[S
             roots.append(span)
     if not roots:
         return []
+    if len(roots) > 1:
+        roots = _without_echoes(roots)
     run_ids = {r.span_id for r in roots}
     runs = []
     for root in roots:
@@ -194,8 +196,9 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
                 roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
             step_indices.append(index)
-        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
-            tools.append(node)
+        if (operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL) and not (
+                node.parent_id in tool_ids and _tool_name(spans_of[node.parent_id]) == _tool_name(node)):
+            tools.append(node)  # (a tool span directly inside one of the same tool: the same execution)
             tool_ids.add(node_id)
         if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
@@ -206,6 +209,24 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
     if len(tools) > 1:
         tools.sort(key=_START)
+
+
+def _without_echoes(roots: list[Span]) -> list[Span]:
+    """Run spans less those that record their parent run again: a run span directly inside a run
+    span of the same agent is another instrumentation's record of it (pydantic-ai's own
+    `invoke_agent` under ours), not a sub-agent (a sub-agent runs inside a tool or a step). Its
+    subtree is the outer run's; its chat and tool spans are dropped there as duplicates."""
+    by_id = {r.span_id: r for r in roots}
+    kept = []
+    for root in roots:
+        parent = by_id.get(root.parent_id or "")
+        if parent is None or parent.attributes.get(GEN_AI_AGENT_NAME) != root.attributes.get(GEN_AI_AGENT_NAME):
+            kept.append(root)
+    return kept
+
+
+def _tool_name(span: Span) -> str:
+    return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX))
 
 
 def _drop_duplicate_chats(run: Run) -> None:
