@@ -19,6 +19,7 @@ from otel_agent_trace.model import (
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
+    RUN_AGENTS,
     STEP_INDEX,
     STEP_SPAN_PREFIX,
 )
@@ -215,12 +216,15 @@ def _without_echoes(roots: list[Span]) -> list[Span]:
     """Run spans less those that record their parent run again: a run span directly inside a run
     span of the same agent is another instrumentation's record of it (pydantic-ai's own
     `invoke_agent` under ours), not a sub-agent (a sub-agent runs inside a tool or a step). Its
-    subtree is the outer run's; its chat and tool spans are dropped there as duplicates."""
+    subtree is the outer run's; its chat and tool spans are dropped there as duplicates. An entry
+    point's run lists the framework agents it ran in `agent_trace.run.agents`."""
     by_id = {r.span_id: r for r in roots}
     kept = []
     for root in roots:
         parent = by_id.get(root.parent_id or "")
-        if parent is None or parent.attributes.get(GEN_AI_AGENT_NAME) != root.attributes.get(GEN_AI_AGENT_NAME):
+        agent = root.attributes.get(GEN_AI_AGENT_NAME)
+        if parent is None or (parent.attributes.get(GEN_AI_AGENT_NAME) != agent
+                              and agent not in (parent.attributes.get(RUN_AGENTS) or ())):
             kept.append(root)
     return kept
 

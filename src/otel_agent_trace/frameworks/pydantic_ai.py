@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import GEN_AI_AGENT_NAME, OP_INVOKE_AGENT
+from otel_agent_trace.frameworks.runs import name_run
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
@@ -82,10 +82,8 @@ def _open_run(agent: Any) -> Invocation:
 
 def _name_run(run: Invocation, agent: Any) -> None:
     name = getattr(agent, "name", None)
-    if isinstance(run, RunInvocation) and name and not run.name:
-        run.name = name
-        run.span.set_attribute(GEN_AI_AGENT_NAME, name)
-        run.span.update_name(f"{OP_INVOKE_AGENT} {name}")
+    if isinstance(run, RunInvocation) and name:
+        name_run(run, name)
 
 
 # --- tools ----------------------------------------------------------------------------------------
