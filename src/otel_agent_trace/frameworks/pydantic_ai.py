@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.frameworks.runs import name_run
+from otel_agent_trace.frameworks.runs import name_run, open_agent_run
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.recorder.run import RunInvocation, current_explicit
-from otel_agent_trace.recorder.state import active_tool
+from otel_agent_trace.recorder.run import RunInvocation
 
 _DEFERRALS = ("CallDeferred", "ApprovalRequired")
 
@@ -67,17 +66,7 @@ class _RunScope:
 
 
 def _open_run(agent: Any) -> Invocation:
-    """A run of its own, unless the agent already runs inside one of our runs as its body (an
-    entry point or `agent_run` around `agent.run`): then that run is the agent's. Called from a
-    tool, it is a sub-agent: a run nested under the tool span."""
-    handler = installed_handler()
-    if handler is None or not handler.enabled:
-        return NoInvocation()
-    outer = current_explicit()
-    if outer is not None and active_tool.get() is None:
-        _name_run(outer, agent)
-        return NoInvocation()
-    return handler.run(getattr(agent, "name", None))
+    return open_agent_run(getattr(agent, "name", None))
 
 
 def _name_run(run: Invocation, agent: Any) -> None:

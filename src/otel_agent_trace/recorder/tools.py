@@ -144,6 +144,14 @@ def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequ
         if record is not None and pending is not None:
             run.pending.pop(call_id, None)
             deps.add(record.span_context, Relation.CONSUMES)
+    # A call executed explicitly whose result this request carries in the framework's own words (a
+    # smolagents `Observation:` user message), not as a tool message naming its id: its result was
+    # there before this request and goes to the model with it.
+    for call_id, pending in list(run.pending.items()):
+        record = run.records_by_call_id.get(call_id)
+        if pending.record is not None and record is not None and record.source == "explicit":
+            run.pending.pop(call_id, None)
+            deps.add(record.span_context, Relation.CONSUMES)
 
 
 def _match_pending(run: RunInvocation, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
