@@ -8,11 +8,15 @@ its wrapper: each model call, a `ToolCallingAgent` action step as much as a plan
 and arguments (smolagents does not hand the call id to the tool), inside the step that asked for
 it. A `CodeAgent`'s tools are called from the code the model wrote: they carry no call id and sit
 in the step whose answer held the code (the time window of that step). smolagents runs parallel
-tool calls in a `ThreadPoolExecutor` with `copy_context()`: the run is found from those threads.
+tool calls in a `ThreadPoolExecutor` with `copy_context()`: the run is found from those threads;
+a CodeAgent's code runs in a worker thread without it (`local_python_executor.timeout`): ours
+hands the caller's context over.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
 from typing import Any, Iterator
 
@@ -106,8 +110,27 @@ def _result_value(result: Any) -> Any:
     return result
 
 
+# --- threads --------------------------------------------------------------------------------------
+def timeout_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """`local_python_executor.timeout(seconds)`: the decorator that runs a CodeAgent's code in a
+    fresh `ThreadPoolExecutor` worker, without the caller's context. Ours runs the code in a copy
+    of the context of the thread that called it, so the tools the code calls find their run."""
+    decorator = wrapped(*args, **kwargs)
+
+    def in_callers_context(func: Any) -> Any:
+        @functools.wraps(func)
+        def call(*call_args: Any, **call_kwargs: Any) -> Any:
+            context = contextvars.copy_context()
+            return decorator(functools.partial(context.run, func))(*call_args, **call_kwargs)
+
+        return call
+
+    return in_callers_context
+
+
 # module -> ((target, wrapper), ...): what the instrumentor patches when the module is imported
 PATCHES = {
     "smolagents.agents": (("MultiStepAgent.run", run_wrapper), ("MultiStepAgent.__call__", managed_agent_wrapper)),
     "smolagents.tools": (("Tool.__call__", tool_wrapper),),
+    "smolagents.local_python_executor": (("timeout", timeout_wrapper),),
 }
