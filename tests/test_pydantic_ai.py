@@ -166,6 +166,22 @@ def test_async_runs_and_concurrent_runs_never_mix(instrument, demo_server):
     assert empties == 6 + 4
 
 
+def test_parallel_tool_calls_of_one_response_each_have_their_span_and_id(instrument):
+    scripts = {"two orders": [
+        {"tool_calls": [_call("lookup_order", order_id="A1001"), _call("lookup_order", order_id="A1003")]},
+        {"content": "both found"},
+    ]}
+    with ScriptedOpenAIServer(scripts) as server:
+        traced = instrument()
+        assert make_agent(server.base_url).run_sync("two orders A1001 and A1003").output == "both found"
+    step0 = traced.named("agent_step 0")[0]
+    lookups = traced.named("execute_tool lookup_order")
+    assert all(t.parent.span_id == step0.context.span_id for t in lookups)
+    by_id = {attrs(t)["gen_ai.tool.call.id"]: json.loads(attrs(t)["gen_ai.tool.call.arguments"]) for t in lookups}
+    assert by_id == {"call_0_0": {"order_id": "A1001"}, "call_0_1": {"order_id": "A1003"}}
+    assert set(attrs(traced.named("agent_step 1")[0])["agent_trace.depends_on"]) == {hexid(t) for t in lookups}
+
+
 def test_a_sub_agent_called_from_a_tool_is_a_run_nested_under_the_tool(instrument):
     scripts = {**support_agent.SCRIPTS,
                "desk ticket": [{"tool_calls": [_call("delegate", order_id="A1001")]}, {"content": "Done: $25.00"}]}

@@ -264,3 +264,23 @@ def test_zero_code_the_analyzer_names_the_empty_lookup_as_origin(tmp_path):
     assert run["agent"] == "support" and run["status"] == "suspect"
     assert run["origin"]["tool"] == "lookup_order" and run["origin"]["error_type"] == "tool_empty_result"
     assert report["summary"]["metrics"]["tool_calls"] == 3
+
+
+def test_runs_from_asyncio_tasks_never_mix(instrument, smol_server):
+    """smolagents is synchronous: an async host runs agents with `asyncio.to_thread`, which copies
+    the task's context into the worker; each task's run keeps its own steps and tools."""
+    import asyncio
+
+    traced = instrument()
+
+    async def main() -> list[str]:
+        return await asyncio.gather(*(asyncio.to_thread(tool_agent(smol_server.base_url).run, t)
+                                      for t in [HEALTHY, EMPTY] * 3))
+
+    outputs = asyncio.run(main())
+    assert outputs[0].startswith("Your refund") and outputs[1].startswith("I could not find")
+    runs = traced.runs()
+    assert len(runs) == 6 and len({r.context.trace_id for r in runs}) == 6
+    for run in runs:
+        tools = [c for s in traced.children(run) for c in traced.children(s) if c.name.startswith("execute_tool")]
+        assert [attrs(t)["gen_ai.tool.call.id"] for t in tools] == ["call_0_0", "call_1_0", "call_2_0"]
