@@ -24,6 +24,9 @@ from stacks.zero_code import analyze, attributes, run_instrumented, spans_of
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
+# the refund ticket's steps: what each holds
+REFUND_TREE = [["chat gpt-4o-mini", "execute_tool lookup_order"], ["chat gpt-4o-mini", "execute_tool calculate_refund"],
+               ["chat gpt-4o-mini"]]
 
 
 def make_agent(base_url: str, name: str | None = "support", **tools: Any) -> Agent:
@@ -48,11 +51,7 @@ def test_two_step_run_tree_call_ids_name_and_tool_definitions(instrument, demo_s
     [run] = traced.runs()
     assert run.name == "invoke_agent support" and attrs(run)["gen_ai.agent.name"] == "support"
     steps = traced.children(run)
-    assert [[c.name for c in traced.children(s)] for s in steps] == [
-        ["chat gpt-4o-mini", "execute_tool lookup_order"],
-        ["chat gpt-4o-mini", "execute_tool calculate_refund"],
-        ["chat gpt-4o-mini"],
-    ]
+    assert [[c.name for c in traced.children(s)] for s in steps] == REFUND_TREE
     assert len(ours(traced, "chat")) == 3  # exactly one chat span per model call
     lookup, calc = traced.named("execute_tool")
     assert attrs(lookup)["gen_ai.tool.call.id"] == "call_0_0" and attrs(calc)["gen_ai.tool.call.id"] == "call_1_0"
@@ -164,6 +163,20 @@ def test_async_runs_and_concurrent_runs_never_mix(instrument, demo_server):
         assert outcome in ("ok", "empty_result")
     empties = sum(attrs(t)["agent_trace.tool.outcome"] == "empty_result" for t in traced.named("execute_tool lookup"))
     assert empties == 6 + 4
+
+
+def test_run_stream_is_one_run_with_streamed_chats(instrument, demo_server):
+    traced = instrument()
+
+    async def main() -> str:
+        async with make_agent(demo_server.base_url).run_stream(HEALTHY) as result:
+            return await result.get_output()
+
+    assert asyncio.run(main()).startswith("Your refund for order A1001")
+    [run] = traced.runs()
+    steps = traced.children(run)
+    assert [[c.name for c in traced.children(s)] for s in steps] == REFUND_TREE
+    assert [attrs(t)["gen_ai.tool.call.id"] for t in traced.named("execute_tool")] == ["call_0_0", "call_1_0"]
 
 
 def test_parallel_tool_calls_of_one_response_each_have_their_span_and_id(instrument):
