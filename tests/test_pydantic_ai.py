@@ -301,3 +301,18 @@ def test_zero_code_entry_point_run_fails_with_the_host_exception(tmp_path):
     assert run["origin"]["tool"] == "lookup_order"
     [root] = [s for scope, s in spans_of(traces) if scope == "otel_agent_trace" and s["name"].startswith("invoke_agent")]
     assert attributes(root)["agent_trace.run.agents"] == {"values": [{"stringValue": "support"}]}
+
+
+def test_uninstrument_leaves_pydantic_ai_as_it_was(instrument, demo_server):
+    from pydantic_ai.agent import Agent as AgentClass
+    from pydantic_ai.tool_manager import ToolManager
+
+    from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+
+    traced = instrument()
+    assert hasattr(vars(ToolManager)["execute_tool_call"], "__wrapped__")
+    AgentTraceInstrumentor().uninstrument()
+    assert not hasattr(vars(ToolManager)["execute_tool_call"], "__wrapped__")
+    assert not hasattr(vars(AgentClass)["iter"], "_self_wrapper")
+    assert make_agent(demo_server.base_url).run_sync(HEALTHY).output.startswith("Your refund")
+    assert traced.spans == []

@@ -284,3 +284,17 @@ def test_runs_from_asyncio_tasks_never_mix(instrument, smol_server):
     for run in runs:
         tools = [c for s in traced.children(run) for c in traced.children(s) if c.name.startswith("execute_tool")]
         assert [attrs(t)["gen_ai.tool.call.id"] for t in tools] == ["call_0_0", "call_1_0", "call_2_0"]
+
+
+def test_uninstrument_leaves_smolagents_as_it_was(instrument, smol_server):
+    import smolagents.local_python_executor as executor
+    from smolagents.tools import Tool
+
+    from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+
+    traced = instrument()
+    assert hasattr(vars(Tool)["__call__"], "__wrapped__") and hasattr(executor.timeout, "__wrapped__")
+    AgentTraceInstrumentor().uninstrument()
+    assert not hasattr(vars(Tool)["__call__"], "__wrapped__") and not hasattr(executor.timeout, "__wrapped__")
+    assert tool_agent(smol_server.base_url).run(HEALTHY).startswith("Your refund")
+    assert traced.spans == []
