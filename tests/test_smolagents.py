@@ -183,7 +183,8 @@ def test_code_agent_tool_calls_have_no_id_and_sit_in_the_step_whose_code_made_th
     assert json.loads(attrs(lookup)["gen_ai.tool.call.arguments"]) == {"order_id": "A10O2"}
     assert attrs(lookup)["agent_trace.lifecycle.phase"] == "origin"
     assert attrs(calc)["agent_trace.lifecycle.phase"] == "propagate"  # its `items` came from the empty lookup
-    assert attrs(steps[-1])["agent_trace.step.kind"] == "final"
+    assert [attrs(s)["agent_trace.step.kind"] for s in steps] == ["tool_call", "tool_call", "final"]
+    assert attrs(steps[0])["agent_trace.step.tool_calls"] == ("lookup_order",)
 
 
 def test_a_managed_agent_is_a_run_nested_under_its_tool_span(instrument):

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks.runs import open_agent_run
-from otel_agent_trace.model import STEP_KIND
+from otel_agent_trace.model import STEP_KIND, STEP_TOOL_CALLS
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 
@@ -65,19 +65,26 @@ def tool_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     with invocation or NoInvocation() as recording:
         result = wrapped(*args, **kwargs)
         recording.stop(safely("smolagents.tool result", _result_value, result))
-    if type(instance).__name__ == "FinalAnswerTool":
-        safely("smolagents.final answer", _answered, recording)
+    safely("smolagents.step kind", _step_kind, recording, type(instance).__name__ == "FinalAnswerTool")
     return result
 
 
-def _answered(recording: Invocation) -> None:
-    """smolagents answers through its `final_answer` tool: the step that called it is the run's
-    final answer (`agent_trace.step.kind=final`), as a step without tool calls is for a plain loop."""
-    start = getattr(recording, "start", None)
-    step = getattr(start, "step", None)
-    if step is not None:
+def _step_kind(recording: Invocation, final: bool) -> None:
+    """What the step that ran this tool was. smolagents answers through its `final_answer` tool:
+    that step is the run's answer (`final`), as a step without tool calls is for a plain loop. A
+    CodeAgent's step whose code called tools (its answer held no tool calls, so it was read as
+    `final`) is a `tool_call` step naming them."""
+    step = getattr(getattr(recording, "start", None), "step", None)
+    if step is None:
+        return
+    if final:
         step.final = True
         step.span.set_attribute(STEP_KIND, "final")
+    elif not step.tool_calls:
+        step.final = False
+        names = getattr(step, "code_tool_calls", [])
+        step.code_tool_calls = names + [recording.start.name]  # type: ignore[attr-defined, union-attr]
+        step.span.set_attributes({STEP_KIND: "tool_call", STEP_TOOL_CALLS: step.code_tool_calls})
 
 
 def managed_agent_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
