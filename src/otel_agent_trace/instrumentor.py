@@ -17,6 +17,8 @@ from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.frameworks import mcp as mcp_framework
+from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
+from otel_agent_trace.frameworks import smolagents as smolagents_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
@@ -69,6 +71,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
         for module in mcp_framework.TARGETS:
             wrapt.register_post_import_hook(self._patch_mcp, module)
+        for module in (*pydantic_ai_framework.PATCHES, *smolagents_framework.PATCHES):
+            wrapt.register_post_import_hook(self._patch_framework, module)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -104,6 +108,11 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _patch_mcp(self, module: Any) -> None:
         for target, wrapper in mcp_framework.TARGETS[module.__name__].items():
+            self._patch_client(module, (target,), wrapper)
+
+    def _patch_framework(self, module: Any) -> None:
+        patches = {**pydantic_ai_framework.PATCHES, **smolagents_framework.PATCHES}
+        for target, wrapper in patches[module.__name__]:
             self._patch_client(module, (target,), wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:

@@ -18,6 +18,7 @@ import orjson  # (a dependency; the analysis parses tool arguments with it per c
 # --- attribute names (our own, under agent_trace.) -------------------------------------------
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
+RUN_AGENTS = "agent_trace.run.agents"  # framework agents that ran as the body of an entry point / agent_run
 STEP_INDEX = "agent_trace.step.index"
 STEP_KIND = "agent_trace.step.kind"
 STEP_TOOL_CALLS = "agent_trace.step.tool_calls"

@@ -19,6 +19,7 @@ from otel_agent_trace.model import (
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
+    RUN_AGENTS,
     STEP_INDEX,
     STEP_SPAN_PREFIX,
     TOOL_SOURCE,
@@ -155,6 +156,8 @@ def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[S
             roots.append(span)
     if not roots:
         return []
+    if len(roots) > 1:
+        roots = _without_echoes(roots)
     run_ids = {r.span_id for r in roots}
     runs = []
     for root in roots:
@@ -197,8 +200,9 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
                 roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
             step_indices.append(index)
-        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
-            tools.append(node)
+        if (operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL) and not (
+                node.parent_id in tool_ids and _tool_name(spans_of[node.parent_id]) == _tool_name(node)):
+            tools.append(node)  # (a tool span directly inside one of the same tool: the same execution)
             tool_ids.add(node_id)
         if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
@@ -210,6 +214,27 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     if len(tools) > 1:
         _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _without_echoes(roots: list[Span]) -> list[Span]:
+    """Run spans less those that record their parent run again: a run span directly inside a run
+    span of the same agent is another instrumentation's record of it (pydantic-ai's own
+    `invoke_agent` under ours), not a sub-agent (a sub-agent runs inside a tool or a step). Its
+    subtree is the outer run's; its chat and tool spans are dropped there as duplicates. An entry
+    point's run lists the framework agents it ran in `agent_trace.run.agents`."""
+    by_id = {r.span_id: r for r in roots}
+    kept = []
+    for root in roots:
+        parent = by_id.get(root.parent_id or "")
+        agent = root.attributes.get(GEN_AI_AGENT_NAME)
+        if parent is None or (parent.attributes.get(GEN_AI_AGENT_NAME) != agent
+                              and agent not in (parent.attributes.get(RUN_AGENTS) or ())):
+            kept.append(root)
+    return kept
+
+
+def _tool_name(span: Span) -> str:
+    return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX))
 
 
 def _drop_duplicate_chats(run: Run) -> None:

@@ -144,6 +144,23 @@ def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequ
         if record is not None and pending is not None:
             run.pending.pop(call_id, None)
             deps.add(record.span_context, Relation.CONSUMES)
+    # A call executed explicitly whose result this request carries in the framework's own words (a
+    # smolagents `Observation:` user message), not as a tool message naming its id: its result was
+    # there before this request and goes to the model with it.
+    for call_id, pending in list(run.pending.items()):
+        record = run.records_by_call_id.get(call_id)
+        if pending.record is not None and record is not None and record.source == "explicit":
+            run.pending.pop(call_id, None)
+            deps.add(record.span_context, Relation.CONSUMES)
+    # Tools with no call id (a smolagents CodeAgent's code called them) that ran in the latest step:
+    # their results reach the model with this request (the time window of that step).
+    latest = run.open_step
+    if latest is not None:
+        for record in reversed(run.records):
+            if record.step_index != latest.index:
+                break
+            if record.call_id is None and record.source == "explicit":
+                deps.add(record.span_context, Relation.CONSUMES)
 
 
 def _match_pending(run: RunInvocation, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
