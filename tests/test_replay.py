@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,73 +17,21 @@ from typing import Any
 
 import openai
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otel_agent_trace
-from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.replay import ReplayDivergence, ReplayUnavailable
 from otel_agent_trace.replay.recording import load
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
 import support_agent
+from replay_helpers import Session, closed_port_url, record, tool_log
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
 
 
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
-
-
-class Session:
-    """One instrumented phase: its spans go to `path` (if given) and to memory."""
-
-    def __init__(self, path: Path | None = None, **config: Any):
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        if path is not None:
-            self.provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
-        self.instrumentor = AgentTraceInstrumentor()
-        self.config = config
-
-    def __enter__(self) -> "Session":
-        if self.instrumentor.is_instrumented_by_opentelemetry:
-            self.instrumentor.uninstrument()
-        self.instrumentor.instrument(tracer_provider=self.provider, **self.config)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        otel_agent_trace.end_implicit_runs()
-        self.provider.force_flush()
-        self.instrumentor.uninstrument()
-        support_agent._carrier_calls.clear()
-
-    def spans(self) -> list[Any]:
-        otel_agent_trace.end_implicit_runs()
-        return list(self.memory.get_finished_spans())
-
-
 # --- three agents over the same tickets: plain, streaming, async --------------------------------
-def tool_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
-    calls: list[tuple[str, dict]] = []
-    real = support_agent.run_tool
-
-    def logged(name: str, arguments: dict) -> str:
-        calls.append((name, arguments))
-        return real(name, arguments)
-
-    monkeypatch.setattr(support_agent, "run_tool", logged)
-    return calls
-
-
 def plain(base_url: str) -> str:
     client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
     return support_agent.handle_ticket(client, TICKET)
@@ -135,15 +82,6 @@ def asynchronous(base_url: str) -> str:
         raise AssertionError("no answer")
 
     return asyncio.run(main())
-
-
-def record(tmp_path: Path, agent: Any, **config: Any) -> tuple[Path, str]:
-    path = tmp_path / "recorded.jsonl"
-    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(path, **config) as session:
-        answer = agent(server.base_url)
-        trace_ids = {s.context.trace_id for s in session.spans()}
-    assert len(trace_ids) == 1
-    return path, answer
 
 
 @pytest.mark.parametrize("agent", [plain, streaming, asynchronous], ids=["plain", "streaming", "async"])
