@@ -172,21 +172,42 @@ def _instrumented(script: Path, env_extra: dict[str, str]) -> subprocess.Complet
                           capture_output=True, text=True, timeout=120)
 
 
-def test_replay_by_environment_variable_under_opentelemetry_instrument(tmp_path):
+@pytest.mark.parametrize("detector", [True, False], ids=["resource-detector", "spans-only"])
+def test_replay_by_environment_variable_under_opentelemetry_instrument(tmp_path, detector):
     script = tmp_path / "one_ticket.py"
     script.write_text(ONE_TICKET.format(examples=str(ROOT / "examples")))
     recorded = tmp_path / "recorded.jsonl"
+    detectors = {"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS": "agent_trace_replay"} if detector else {}
     with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
-        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded)})
+        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded),
+                                       **detectors})
     assert first.returncode == 0, first.stderr
     replayed_file = tmp_path / "replayed.jsonl"
+    # a prefix of the trace id is enough: the detector and the replay resolve it alike
+    original = load(str(recorded))
     again = _instrumented(script, {"OPENAI_BASE_URL": closed_port_url(), "OTEL_AGENT_TRACE_FILE": str(replayed_file),
-                                   "OTEL_AGENT_TRACE_REPLAY": str(recorded)})
+                                   "OTEL_AGENT_TRACE_REPLAY": f"{recorded}#{original.trace_id[:8]}", **detectors})
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout and "$25.00" in again.stdout
-    original, replay_run = load(str(recorded)), load(str(replayed_file))
+    replay_run = load(str(replayed_file))
     assert [s.context_hash for s in replay_run.steps] == [s.context_hash for s in original.steps]
     assert f'"agent_trace.replay.of","value":{{"stringValue":"{original.trace_id}"' in replayed_file.read_text()
+    # the resource says so when the detector is enabled (the recording's, not being a replay, does not)
+    resources = [r["resource"] for line in replayed_file.read_text().splitlines() for r in json.loads(line)["resourceSpans"]]
+    on_resource = {a["value"]["stringValue"] for r in resources for a in r["attributes"] if a["key"] == "agent_trace.replay.of"}
+    assert on_resource == ({original.trace_id} if detector else set())
+    assert "agent_trace.replay.of" not in "".join(
+        json.dumps(r["resource"]) for line in recorded.read_text().splitlines() for r in json.loads(line)["resourceSpans"])
+    # original and replay compared: the saved case is checked against its replay
+    cases = tmp_path / "cases"
+    cli = str(BIN / "otel-agent-trace")
+    saved = subprocess.run([cli, "save", original.trace_id, str(recorded), "--to", str(cases), "--name", "refund"],
+                           capture_output=True, text=True, timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    compared = subprocess.run([cli, "regress", str(cases), "--against", str(replayed_file)],
+                              capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "PASS  case refund [regular]" in compared.stdout
 
 
 def test_an_unusable_recording_by_environment_stops_with_one_clear_line(tmp_path):
