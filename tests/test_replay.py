@@ -7,13 +7,12 @@ environment-variable form.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import openai
 import pytest
@@ -24,7 +23,10 @@ from otel_agent_trace.replay.recording import load
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
 import support_agent
-from replay_helpers import Session, closed_port_url, record, tool_log
+from replay_helpers import (
+    Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
+    falls_through_after_the_changed_tool_result, record, tool_log,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -39,49 +41,19 @@ def plain(base_url: str) -> str:
 
 def streaming(base_url: str) -> str:
     client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
-    messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-    for _ in range(support_agent.MAX_TURNS):
-        text, calls = "", {}
+
+    def send(messages: list[Any]) -> Iterator[Any]:
         with client.chat.completions.create(model=support_agent.MODEL, messages=messages,
                                             tools=support_agent.TOOL_SCHEMAS, stream=True) as stream:
-            for chunk in stream:
-                delta = chunk.choices[0].delta if chunk.choices else None
-                if delta is None:
-                    continue
-                text += delta.content or ""
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = slot["id"] or tc.id or ""
-                    slot["name"] += tc.function.name or ""
-                    slot["arguments"] += tc.function.arguments or ""
-        if not calls:
-            return text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls.values()]})
-        for c in calls.values():
-            messages.append({"role": "tool", "tool_call_id": c["id"],
-                             "content": support_agent.run_tool(c["name"], json.loads(c["arguments"] or "{}"))})
-    raise AssertionError("no answer")
+            yield from stream
+
+    return chat_streamed(send)
 
 
 def asynchronous(base_url: str) -> str:
-    async def main() -> str:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
-        messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-        for _ in range(support_agent.MAX_TURNS):
-            response = await client.chat.completions.create(model=support_agent.MODEL, messages=messages,
-                                                            tools=support_agent.TOOL_SCHEMAS)
-            message = response.choices[0].message
-            if not message.tool_calls:
-                return message.content or ""
-            messages.append(message)
-            for call in message.tool_calls:
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": support_agent.run_tool(call.function.name, json.loads(call.function.arguments))})
-        raise AssertionError("no answer")
-
-    return asyncio.run(main())
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return chat_async(lambda messages: client.chat.completions.create(
+        model=support_agent.MODEL, messages=messages, tools=support_agent.TOOL_SCHEMAS))
 
 
 @pytest.mark.parametrize("agent", [plain, streaming, asynchronous], ids=["plain", "streaming", "async"])
@@ -109,30 +81,12 @@ def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, a
 
 
 def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys):
-    path, _ = record(tmp_path, plain)
-    # the order service now answers differently: the second model call's context has another tool result
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with Session(), otel_agent_trace.replay(str(path)):
-        with pytest.raises(ReplayDivergence) as caught:
-            plain(closed_port_url())
-    expected = "step 1: the context differs from the recording at message 3 (tool result of lookup_order)"
-    assert expected in str(caught.value)
-    assert (caught.value.step, caught.value.message_index) == (1, 3)
-    assert capsys.readouterr().err.count(expected) == 1
+    diverges_at_the_changed_tool_result(tmp_path, monkeypatch, capsys, plain)
 
 
 def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, capsys):
-    path, _ = record(tmp_path, plain)
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session() as session, \
-            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
-        answer = plain(server.base_url)
-        served = len(server.requests)
-    assert "$25.00" in answer
-    assert served == 2  # step 0 replayed, steps 1 and 2 live
-    assert replayer.diverged.startswith("step 1: the context differs from the recording at message 3")
+    falls_through_after_the_changed_tool_result(tmp_path, monkeypatch, plain)
     assert "going on live" in capsys.readouterr().err
-    assert len([s for s in session.spans() if s.name.startswith("chat")]) == 3
 
 
 def test_a_run_longer_than_its_recording_diverges_at_the_first_extra_call(tmp_path):

@@ -26,10 +26,12 @@ import litellm_agent  # noqa: E402
 import openai  # noqa: E402
 import responses_agent  # noqa: E402
 import support_agent  # noqa: E402
-from replay_helpers import Session, closed_port_url, record, tool_log  # noqa: E402
+from replay_helpers import (  # noqa: E402
+    Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
+    falls_through_after_the_changed_tool_result, record, tool_log,
+)
 
 import otel_agent_trace  # noqa: E402
-from otel_agent_trace.replay import ReplayDivergence  # noqa: E402
 from otel_agent_trace.replay.recording import load  # noqa: E402
 
 TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
@@ -134,49 +136,15 @@ def litellm_plain(base_url: str) -> str:
 
 
 def litellm_stream(base_url: str) -> str:
-    messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-    for _ in range(support_agent.MAX_TURNS):
-        text, calls = "", {}
-        for chunk in litellm.completion(model=f"openai/{support_agent.MODEL}", api_base=base_url, api_key="test",
-                                        messages=messages, tools=support_agent.TOOL_SCHEMAS, stream=True):
-            delta = chunk.choices[0].delta if chunk.choices else None
-            if delta is None:
-                continue
-            text += delta.content or ""
-            for tc in delta.tool_calls or ():
-                slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                slot["id"] = slot["id"] or tc.id or ""
-                slot["name"] += tc.function.name or ""
-                slot["arguments"] += tc.function.arguments or ""
-        if not calls:
-            return text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls.values()]})
-        for c in calls.values():
-            messages.append({"role": "tool", "tool_call_id": c["id"],
-                             "content": support_agent.run_tool(c["name"], json.loads(c["arguments"] or "{}"))})
-    raise AssertionError("no answer")
+    return chat_streamed(lambda messages: litellm.completion(
+        model=f"openai/{support_agent.MODEL}", api_base=base_url, api_key="test", messages=messages,
+        tools=support_agent.TOOL_SCHEMAS, stream=True))
 
 
 def litellm_async(base_url: str) -> str:
-    async def main() -> str:
-        messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-        for _ in range(support_agent.MAX_TURNS):
-            response = await litellm.acompletion(model=f"openai/{support_agent.MODEL}", api_base=base_url,
-                                                 api_key="test", messages=messages, tools=support_agent.TOOL_SCHEMAS)
-            message = response.choices[0].message
-            if not message.tool_calls:
-                return message.content or ""
-            messages.append({"role": "assistant", "content": message.content, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                for c in message.tool_calls]})
-            for call in message.tool_calls:
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": support_agent.run_tool(call.function.name, json.loads(call.function.arguments))})
-        raise AssertionError("no answer")
-
-    return asyncio.run(main())
+    return chat_async(lambda messages: litellm.acompletion(
+        model=f"openai/{support_agent.MODEL}", api_base=base_url, api_key="test", messages=messages,
+        tools=support_agent.TOOL_SCHEMAS))
 
 
 AGENTS: dict[str, Callable[[str], str]] = {
@@ -217,35 +185,14 @@ def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, n
 
 @pytest.mark.parametrize("name", ["responses-plain", "anthropic-stream", "litellm-async"])
 def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys, name):
-    agent = AGENTS[name]
-    path, _ = record(tmp_path, agent)
-    # the order service now answers differently: the second model call's context has another tool result
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with Session(), otel_agent_trace.replay(str(path)):
-        with pytest.raises(ReplayDivergence) as caught:
-            agent(closed_port_url())
-    expected = "step 1: the context differs from the recording at message 3 (tool result of lookup_order)"
-    assert expected in str(caught.value)
-    assert (caught.value.step, caught.value.message_index) == (1, 3)
-    assert capsys.readouterr().err.count(expected) == 1
+    diverges_at_the_changed_tool_result(tmp_path, monkeypatch, capsys, AGENTS[name])
 
 
+# (a chained Responses run would go on live with the recorded response ids, which a live provider
+# must still hold; the restarted scripted server does not: the whole-conversation variant here)
 @pytest.mark.parametrize("name", ["responses-stream-whole", "anthropic-plain", "litellm-plain"])
 def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, name):
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
-
-    agent = AGENTS[name]
-    path, _ = record(tmp_path, agent)
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(), \
-            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
-        answer = agent(server.base_url)
-        served = len(server.requests)
-    # (a chained Responses run would go on with the recorded response ids: a live provider must
-    # still hold them; the fresh scripted server does not)
-    assert "$25.00" in answer
-    assert served == 2  # step 0 replayed, steps 1 and 2 live
-    assert replayer.diverged.startswith("step 1: the context differs from the recording at message 3")
+    falls_through_after_the_changed_tool_result(tmp_path, monkeypatch, AGENTS[name])
 
 
 def _parse_responses(base_url: str, model: Any) -> Any:

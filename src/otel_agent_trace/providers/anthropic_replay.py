@@ -26,21 +26,20 @@ def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: d
     from anthropic._types import not_given
 
     is_async = is_async_client(instance)
-    types = _Beta if "beta" in type(instance).__module__.split(".") else _Plain
+    message_type, event_type, managers, parse = _sdk("beta" in type(instance).__module__.split("."))
     body = message_dict(response)
     if method == "stream" or kwargs.get("stream") is True:
         from otel_agent_trace.testing.scripted_anthropic import stream_events
 
         events = stream(
-            [construct_type(type_=types.event(), value=e) for e in stream_events(body)], is_async)
+            [construct_type(type_=event_type, value=e) for e in stream_events(body)], is_async)
         if method != "stream":
             return answer(events, is_async)
-        manager = types.manager(is_async)
         request_it = answer(events, True) if is_async else (lambda: events)
-        return manager(request_it, output_format=kwargs.get("output_format", not_given))
-    result = construct_type(type_=types.message(), value=body)
+        return managers[is_async](request_it, output_format=kwargs.get("output_format", not_given))
+    result = construct_type(type_=message_type, value=body)
     if method == "parse":
-        result = types.parse(output_format=kwargs.get("output_format", not_given), response=result)
+        result = parse(output_format=kwargs.get("output_format", not_given), response=result)
     return answer(result, is_async)
 
 
@@ -61,53 +60,17 @@ def message_dict(response: ChatResponse) -> dict[str, Any]:
             "usage": {"input_tokens": response.input_tokens or 0, "output_tokens": response.output_tokens or 0}}
 
 
-class _Plain:
-    @staticmethod
-    def message() -> Any:
-        from anthropic.types import Message
+def _sdk(beta: bool) -> tuple[Any, Any, tuple[Any, Any], Any]:
+    """(message type, stream event type, (sync, async) stream manager, parser) of the Messages
+    API or of its beta."""
+    import anthropic.lib.streaming as streaming
+    import anthropic.types as types
+    import anthropic.types.beta as beta_types
+    from anthropic.lib._parse import _response as parsing
 
-        return Message
-
-    @staticmethod
-    def event() -> Any:
-        from anthropic.types import RawMessageStreamEvent
-
-        return RawMessageStreamEvent
-
-    @staticmethod
-    def manager(is_async: bool) -> Any:
-        from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
-
-        return AsyncMessageStreamManager if is_async else MessageStreamManager
-
-    @staticmethod
-    def parse(**kwargs: Any) -> Any:
-        from anthropic.lib._parse._response import parse_response
-
-        return parse_response(**kwargs)
-
-
-class _Beta:
-    @staticmethod
-    def message() -> Any:
-        from anthropic.types.beta import BetaMessage
-
-        return BetaMessage
-
-    @staticmethod
-    def event() -> Any:
-        from anthropic.types.beta import BetaRawMessageStreamEvent
-
-        return BetaRawMessageStreamEvent
-
-    @staticmethod
-    def manager(is_async: bool) -> Any:
-        from anthropic.lib.streaming import BetaAsyncMessageStreamManager, BetaMessageStreamManager
-
-        return BetaAsyncMessageStreamManager if is_async else BetaMessageStreamManager
-
-    @staticmethod
-    def parse(**kwargs: Any) -> Any:
-        from anthropic.lib._parse._response import parse_beta_response
-
-        return parse_beta_response(**kwargs)
+    if beta:
+        return (beta_types.BetaMessage, beta_types.BetaRawMessageStreamEvent,
+                (streaming.BetaMessageStreamManager, streaming.BetaAsyncMessageStreamManager),
+                parsing.parse_beta_response)
+    return (types.Message, types.RawMessageStreamEvent,
+            (streaming.MessageStreamManager, streaming.AsyncMessageStreamManager), parsing.parse_response)
