@@ -239,3 +239,24 @@ def test_parse_replays_a_parsed_completion(tmp_path):
 
     assert isinstance(replayed, ParsedChatCompletion)
     assert replayed.choices[0].message.parsed == live.choices[0].message.parsed == Refund(order_id="A1001", amount=25.0)
+
+
+def test_regress_against_matches_a_replay_to_the_case_it_replays(tmp_path, capsys):
+    """A replay that left its recording at once (another ticket, fallthrough) has another input:
+    only its `agent_trace.replay.of` ties it to the saved case, which is then checked, not skipped."""
+    from otel_agent_trace.cli import main as cli_main
+
+    path, _ = record(tmp_path, plain)
+    original = load(str(path)).trace_id
+    cases = tmp_path / "cases"
+    assert cli_main(["save", original, str(path), "--to", str(cases), "--name", "refund"]) == 0
+    replayed = tmp_path / "replayed.jsonl"
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(replayed), \
+            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        support_agent.handle_ticket(client, support_agent.TICKETS[2])
+    assert replayer.diverged.startswith("step 0: the context differs from the recording at message 1 (user message)")
+    capsys.readouterr()
+    cli_main(["regress", str(cases), "--against", str(replayed)])
+    out = capsys.readouterr().out
+    assert "case refund [regular]" in out and not out.startswith("SKIP"), out
