@@ -62,3 +62,23 @@ def test_k_selects_cases_and_x_stops_at_the_first_failure(tmp_path, cases):
 def test_an_unusable_set_is_a_usage_error(tmp_path):
     run = pytest_run(tmp_path, "--agent-traces", tmp_path / "missing")
     assert run.returncode == 4 and "--agent-traces:" in run.stderr and "not a directory" in run.stderr
+
+
+def test_under_xdist_the_cases_are_distributed_and_judged_alike(tmp_path, cases):
+    """`-n 2`: each worker collects the same items from the set; the controller's report and
+    JUnit XML are those of a plain run."""
+    directory, rules = cases
+    junit = tmp_path / "junit-xdist.xml"
+    run = pytest_run(tmp_path, "-n", "2", "--agent-traces", directory, "--agent-traces-rules", rules,
+                     "--junitxml", junit)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "2 workers [3 items]" in run.stdout, run.stdout
+    assert "case refund-empty-lookup [core]: tool lookup_order returned [] at step 0" in run.stdout
+    assert "1 failed, 1 passed, 1 xfailed" in run.stdout
+    names = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert set(names) == {"refund-ok", "refund-empty-lookup", "shipping-loop"}
+    assert names["refund-empty-lookup"].find("failure") is not None and names["refund-ok"].find("failure") is None
+    # -k still selects under xdist
+    only_core = pytest_run(tmp_path, "-n", "2", "--agent-traces", directory, "--agent-traces-rules", rules, "-k", "core")
+    assert only_core.returncode == 1 and "1 failed" in only_core.stdout and "passed" not in only_core.stdout.splitlines()[-1], \
+        only_core.stdout

@@ -7,84 +7,33 @@ environment-variable form.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import openai
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otel_agent_trace
-from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.replay import ReplayDivergence, ReplayUnavailable
 from otel_agent_trace.replay.recording import load
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
 import support_agent
+from replay_helpers import (
+    Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
+    falls_through_after_the_changed_tool_result, record, tool_log,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
 
 
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
-
-
-class Session:
-    """One instrumented phase: its spans go to `path` (if given) and to memory."""
-
-    def __init__(self, path: Path | None = None, **config: Any):
-        self.memory = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        if path is not None:
-            self.provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
-        self.instrumentor = AgentTraceInstrumentor()
-        self.config = config
-
-    def __enter__(self) -> "Session":
-        if self.instrumentor.is_instrumented_by_opentelemetry:
-            self.instrumentor.uninstrument()
-        self.instrumentor.instrument(tracer_provider=self.provider, **self.config)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        otel_agent_trace.end_implicit_runs()
-        self.provider.force_flush()
-        self.instrumentor.uninstrument()
-        support_agent._carrier_calls.clear()
-
-    def spans(self) -> list[Any]:
-        otel_agent_trace.end_implicit_runs()
-        return list(self.memory.get_finished_spans())
-
-
 # --- three agents over the same tickets: plain, streaming, async --------------------------------
-def tool_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
-    calls: list[tuple[str, dict]] = []
-    real = support_agent.run_tool
-
-    def logged(name: str, arguments: dict) -> str:
-        calls.append((name, arguments))
-        return real(name, arguments)
-
-    monkeypatch.setattr(support_agent, "run_tool", logged)
-    return calls
-
-
 def plain(base_url: str) -> str:
     client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
     return support_agent.handle_ticket(client, TICKET)
@@ -92,58 +41,19 @@ def plain(base_url: str) -> str:
 
 def streaming(base_url: str) -> str:
     client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
-    messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-    for _ in range(support_agent.MAX_TURNS):
-        text, calls = "", {}
+
+    def send(messages: list[Any]) -> Iterator[Any]:
         with client.chat.completions.create(model=support_agent.MODEL, messages=messages,
                                             tools=support_agent.TOOL_SCHEMAS, stream=True) as stream:
-            for chunk in stream:
-                delta = chunk.choices[0].delta if chunk.choices else None
-                if delta is None:
-                    continue
-                text += delta.content or ""
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = slot["id"] or tc.id or ""
-                    slot["name"] += tc.function.name or ""
-                    slot["arguments"] += tc.function.arguments or ""
-        if not calls:
-            return text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in calls.values()]})
-        for c in calls.values():
-            messages.append({"role": "tool", "tool_call_id": c["id"],
-                             "content": support_agent.run_tool(c["name"], json.loads(c["arguments"] or "{}"))})
-    raise AssertionError("no answer")
+            yield from stream
+
+    return chat_streamed(send)
 
 
 def asynchronous(base_url: str) -> str:
-    async def main() -> str:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
-        messages: list[Any] = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": TICKET}]
-        for _ in range(support_agent.MAX_TURNS):
-            response = await client.chat.completions.create(model=support_agent.MODEL, messages=messages,
-                                                            tools=support_agent.TOOL_SCHEMAS)
-            message = response.choices[0].message
-            if not message.tool_calls:
-                return message.content or ""
-            messages.append(message)
-            for call in message.tool_calls:
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": support_agent.run_tool(call.function.name, json.loads(call.function.arguments))})
-        raise AssertionError("no answer")
-
-    return asyncio.run(main())
-
-
-def record(tmp_path: Path, agent: Any, **config: Any) -> tuple[Path, str]:
-    path = tmp_path / "recorded.jsonl"
-    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(path, **config) as session:
-        answer = agent(server.base_url)
-        trace_ids = {s.context.trace_id for s in session.spans()}
-    assert len(trace_ids) == 1
-    return path, answer
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return chat_async(lambda messages: client.chat.completions.create(
+        model=support_agent.MODEL, messages=messages, tools=support_agent.TOOL_SCHEMAS))
 
 
 @pytest.mark.parametrize("agent", [plain, streaming, asynchronous], ids=["plain", "streaming", "async"])
@@ -171,30 +81,12 @@ def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, a
 
 
 def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys):
-    path, _ = record(tmp_path, plain)
-    # the order service now answers differently: the second model call's context has another tool result
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with Session(), otel_agent_trace.replay(str(path)):
-        with pytest.raises(ReplayDivergence) as caught:
-            plain(closed_port_url())
-    expected = "step 1: the context differs from the recording at message 3 (tool result of lookup_order)"
-    assert expected in str(caught.value)
-    assert (caught.value.step, caught.value.message_index) == (1, 3)
-    assert capsys.readouterr().err.count(expected) == 1
+    diverges_at_the_changed_tool_result(tmp_path, monkeypatch, capsys, plain)
 
 
 def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, capsys):
-    path, _ = record(tmp_path, plain)
-    monkeypatch.setitem(support_agent.ORDERS, "A1001", {**support_agent.ORDERS["A1001"], "status": "returned"})
-    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session() as session, \
-            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
-        answer = plain(server.base_url)
-        served = len(server.requests)
-    assert "$25.00" in answer
-    assert served == 2  # step 0 replayed, steps 1 and 2 live
-    assert replayer.diverged.startswith("step 1: the context differs from the recording at message 3")
+    falls_through_after_the_changed_tool_result(tmp_path, monkeypatch, plain)
     assert "going on live" in capsys.readouterr().err
-    assert len([s for s in session.spans() if s.name.startswith("chat")]) == 3
 
 
 def test_a_run_longer_than_its_recording_diverges_at_the_first_extra_call(tmp_path):
@@ -234,21 +126,42 @@ def _instrumented(script: Path, env_extra: dict[str, str]) -> subprocess.Complet
                           capture_output=True, text=True, timeout=120)
 
 
-def test_replay_by_environment_variable_under_opentelemetry_instrument(tmp_path):
+@pytest.mark.parametrize("detector", [True, False], ids=["resource-detector", "spans-only"])
+def test_replay_by_environment_variable_under_opentelemetry_instrument(tmp_path, detector):
     script = tmp_path / "one_ticket.py"
     script.write_text(ONE_TICKET.format(examples=str(ROOT / "examples")))
     recorded = tmp_path / "recorded.jsonl"
+    detectors = {"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS": "agent_trace_replay"} if detector else {}
     with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
-        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded)})
+        first = _instrumented(script, {"OPENAI_BASE_URL": server.base_url, "OTEL_AGENT_TRACE_FILE": str(recorded),
+                                       **detectors})
     assert first.returncode == 0, first.stderr
     replayed_file = tmp_path / "replayed.jsonl"
+    # a prefix of the trace id is enough: the detector and the replay resolve it alike
+    original = load(str(recorded))
     again = _instrumented(script, {"OPENAI_BASE_URL": closed_port_url(), "OTEL_AGENT_TRACE_FILE": str(replayed_file),
-                                   "OTEL_AGENT_TRACE_REPLAY": str(recorded)})
+                                   "OTEL_AGENT_TRACE_REPLAY": f"{recorded}#{original.trace_id[:8]}", **detectors})
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout and "$25.00" in again.stdout
-    original, replay_run = load(str(recorded)), load(str(replayed_file))
+    replay_run = load(str(replayed_file))
     assert [s.context_hash for s in replay_run.steps] == [s.context_hash for s in original.steps]
     assert f'"agent_trace.replay.of","value":{{"stringValue":"{original.trace_id}"' in replayed_file.read_text()
+    # the resource says so when the detector is enabled (the recording's, not being a replay, does not)
+    resources = [r["resource"] for line in replayed_file.read_text().splitlines() for r in json.loads(line)["resourceSpans"]]
+    on_resource = {a["value"]["stringValue"] for r in resources for a in r["attributes"] if a["key"] == "agent_trace.replay.of"}
+    assert on_resource == ({original.trace_id} if detector else set())
+    assert "agent_trace.replay.of" not in "".join(
+        json.dumps(r["resource"]) for line in recorded.read_text().splitlines() for r in json.loads(line)["resourceSpans"])
+    # original and replay compared: the saved case is checked against its replay
+    cases = tmp_path / "cases"
+    cli = str(BIN / "otel-agent-trace")
+    saved = subprocess.run([cli, "save", original.trace_id, str(recorded), "--to", str(cases), "--name", "refund"],
+                           capture_output=True, text=True, timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    compared = subprocess.run([cli, "regress", str(cases), "--against", str(replayed_file)],
+                              capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "PASS  case refund [regular]" in compared.stdout
 
 
 def test_an_unusable_recording_by_environment_stops_with_one_clear_line(tmp_path):
@@ -326,3 +239,24 @@ def test_parse_replays_a_parsed_completion(tmp_path):
 
     assert isinstance(replayed, ParsedChatCompletion)
     assert replayed.choices[0].message.parsed == live.choices[0].message.parsed == Refund(order_id="A1001", amount=25.0)
+
+
+def test_regress_against_matches_a_replay_to_the_case_it_replays(tmp_path, capsys):
+    """A replay that left its recording at once (another ticket, fallthrough) has another input:
+    only its `agent_trace.replay.of` ties it to the saved case, which is then checked, not skipped."""
+    from otel_agent_trace.cli import main as cli_main
+
+    path, _ = record(tmp_path, plain)
+    original = load(str(path)).trace_id
+    cases = tmp_path / "cases"
+    assert cli_main(["save", original, str(path), "--to", str(cases), "--name", "refund"]) == 0
+    replayed = tmp_path / "replayed.jsonl"
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as server, Session(replayed), \
+            otel_agent_trace.replay(str(path), mode="fallthrough") as replayer:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        support_agent.handle_ticket(client, support_agent.TICKETS[2])
+    assert replayer.diverged.startswith("step 0: the context differs from the recording at message 1 (user message)")
+    capsys.readouterr()
+    cli_main(["regress", str(cases), "--against", str(replayed)])
+    out = capsys.readouterr().out
+    assert "case refund [regular]" in out and not out.startswith("SKIP"), out

@@ -24,6 +24,7 @@ from otel_agent_trace.model import ChatRequest, ChatResponse, Message, Outcome, 
 from otel_agent_trace.providers._translate import (
     content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse,
 )
+from otel_agent_trace.providers import anthropic_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -241,4 +242,4 @@ def _response(invocation: Any, result: Any) -> Any:
     return result
 
 
-wrapper = chat_wrapper(_request, _response, "anthropic")
+wrapper = chat_wrapper(_request, _response, "anthropic", anthropic_replay.build)

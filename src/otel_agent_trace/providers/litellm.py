@@ -14,6 +14,7 @@ from typing import Any
 
 from otel_agent_trace.model import ChatRequest
 from otel_agent_trace.providers import openai as openai_provider
+from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.providers._translate import get as _get
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
@@ -42,5 +43,5 @@ def _end(is_async: bool) -> Any:
     return end
 
 
-TARGETS = {"completion": chat_wrapper(_request, _end(False), "litellm"),
-           "acompletion": chat_wrapper(_request, _end(True), "litellm")}
+TARGETS = {"completion": chat_wrapper(_request, _end(False), "litellm", openai_replay.litellm_build(False)),
+           "acompletion": chat_wrapper(_request, _end(True), "litellm", openai_replay.litellm_build(True))}

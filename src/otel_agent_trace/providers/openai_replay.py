@@ -1,48 +1,62 @@
-"""Replay for OpenAI Chat Completions: the SDK objects a recorded `ChatResponse` stands for.
+"""Replay for the Chat Completions shapes: openai's SDK objects, and litellm's, that a recorded
+`ChatResponse` stands for.
 
 A whole call gets a real `ChatCompletion` (a `ParsedChatCompletion` through `parse`, parsed by the
-SDK's own parser); `stream=True` gets an iterator of real `ChatCompletionChunk`s (the text, each
-tool call, the finish reason, usage when asked for), which the recorder's stream proxy records
-like a live stream. An async client gets the same, awaitable. The recording keeps the answer, not
-its chunking: text comes back in one chunk.
+SDK's own parser; litellm: a `ModelResponse`); `stream=True` gets a stream of real
+`ChatCompletionChunk`s (litellm: `ModelResponseStream`s): the text, each tool call, the finish
+reason, usage when asked for. The recorder's stream proxy records it like a live stream. The
+recording keeps the answer, not its chunking: text comes back in one chunk.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 
-RAW_HEADER = "X-Stainless-Raw-Response"
 
-
-def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any]) -> Any:
+def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any], method: str) -> Any:
     """What `create`/`parse` would have returned for `response` (see module docstring)."""
-    if RAW_HEADER in (kwargs.get("extra_headers") or {}):
-        return None  # with_raw_response: an HTTP response object is not rebuilt; the call goes live
-    is_async = type(instance).__name__.startswith("Async")
+    if is_raw(kwargs):
+        return None
+    is_async = is_async_client(instance)
     if kwargs.get("stream") is True:
-        chunks = _chunks(response, kwargs)
-        result: Any = _AsyncChunks(chunks) if is_async else _Chunks(chunks)
-    else:
-        result = _completion(response)
-        if _is_parse(kwargs):
-            from openai._types import NOT_GIVEN
-            from openai.lib._parsing._completions import parse_chat_completion
+        from openai.types.chat import ChatCompletionChunk
 
-            result = parse_chat_completion(response_format=kwargs["response_format"],
-                                           input_tools=kwargs.get("tools", NOT_GIVEN), chat_completion=result)
-    return _ready(result) if is_async else result
+        chunks = [ChatCompletionChunk.model_validate(c) for c in chunk_dicts(response, kwargs)]
+        return answer(stream(chunks, is_async), is_async)
+    from openai.types.chat import ChatCompletion
+
+    result = ChatCompletion.model_validate(completion_dict(response))
+    if _is_parse(kwargs):
+        from openai._types import NOT_GIVEN
+        from openai.lib._parsing._completions import parse_chat_completion
+
+        result = parse_chat_completion(response_format=kwargs["response_format"],
+                                       input_tools=kwargs.get("tools", NOT_GIVEN), chat_completion=result)
+    return answer(result, is_async)
+
+
+def litellm_build(is_async: bool) -> Callable[..., Any]:
+    """`completion` / `acompletion`: the same answer as litellm's `ModelResponse` types."""
+
+    def build_litellm(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any],
+                      method: str) -> Any:
+        import litellm
+
+        if kwargs.get("stream") is True:
+            chunks = [litellm.ModelResponseStream(**c) for c in chunk_dicts(response, kwargs)]
+            return answer(stream(chunks, is_async), is_async)
+        return answer(litellm.ModelResponse(**completion_dict(response)), is_async)
+
+    return build_litellm
 
 
 def _is_parse(kwargs: dict[str, Any]) -> bool:
     """`parse(response_format=Model)`: the caller expects `.parsed` objects."""
     return isinstance(kwargs.get("response_format"), type)
-
-
-async def _ready(value: Any) -> Any:
-    return value
 
 
 def _calls(response: ChatResponse) -> list[dict[str, Any]]:
@@ -61,29 +75,27 @@ def _finish(response: ChatResponse) -> str:
     return response.finish_reasons[0] if response.finish_reasons else ("tool_calls" if response.tool_calls else "stop")
 
 
-def _completion(response: ChatResponse) -> Any:
-    from openai.types.chat import ChatCompletion
-
+def completion_dict(response: ChatResponse) -> dict[str, Any]:
+    """The recorded answer as a `chat.completion` body."""
     message: dict[str, Any] = {"role": "assistant", "content": response.content}
     if response.tool_calls:
         message["tool_calls"] = _calls(response)
-    return ChatCompletion.model_validate({
+    return {
         "id": response.id or "replayed", "object": "chat.completion", "created": int(time.time()),
         "model": response.model or "replayed",
         "choices": [{"index": 0, "message": message, "finish_reason": _finish(response), "logprobs": None}],
         "usage": _usage(response),
-    })
+    }
 
 
-def _chunks(response: ChatResponse, kwargs: dict[str, Any]) -> list[Any]:
-    from openai.types.chat import ChatCompletionChunk
-
+def chunk_dicts(response: ChatResponse, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recorded answer as `chat.completion.chunk` bodies (usage last when the request asked)."""
     head = {"id": response.id or "replayed", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": response.model or "replayed"}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> Any:
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> dict[str, Any]:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else []
-        return ChatCompletionChunk.model_validate({**head, "choices": choices, "usage": usage})
+        return {**head, "choices": choices, "usage": usage}
 
     out = [chunk({"role": "assistant", "content": response.content or ""})]
     for i, call in enumerate(_calls(response)):
@@ -93,51 +105,3 @@ def _chunks(response: ChatResponse, kwargs: dict[str, Any]) -> list[Any]:
     if isinstance(options, dict) and options.get("include_usage") and _usage(response):
         out.append(chunk(None, usage=_usage(response)))
     return out
-
-
-class _Chunks:
-    """A finished `Stream`'s surface: iteration, `with`, `close()`."""
-
-    def __init__(self, chunks: list[Any]):
-        self._chunks = iter(chunks)
-
-    def __iter__(self) -> "_Chunks":
-        return self
-
-    def __next__(self) -> Any:
-        return next(self._chunks)
-
-    def __enter__(self) -> "_Chunks":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._chunks = iter(())
-
-
-class _AsyncChunks:
-    """An `AsyncStream`'s surface over recorded chunks."""
-
-    def __init__(self, chunks: list[Any]):
-        self._chunks = iter(chunks)
-
-    def __aiter__(self) -> "_AsyncChunks":
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return next(self._chunks)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> "_AsyncChunks":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        self._chunks = iter(())
-

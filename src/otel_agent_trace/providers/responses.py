@@ -21,6 +21,7 @@ from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
     content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse,
 )
+from otel_agent_trace.providers import responses_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -193,4 +194,4 @@ def _response(invocation: Any, result: Any) -> Any:
     return result
 
 
-wrapper = chat_wrapper(_request, _response, "openai.responses")
+wrapper = chat_wrapper(_request, _response, "openai.responses", responses_replay.build)

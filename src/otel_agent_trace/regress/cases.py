@@ -84,6 +84,14 @@ def run_name(run: Any) -> str | None:
     return run.root.attr(RUN_NAME) or run.agent
 
 
+def replay_of(run: Any) -> str | None:
+    """The trace id a replayed run replays (`agent_trace.replay.of`: on the resource when the
+    replay's detector is enabled, on the run's span always), else None."""
+    from otel_agent_trace.replay import REPLAY_OF
+
+    return run.root.resource.get(REPLAY_OF) or run.root.attr(REPLAY_OF)
+
+
 def save(trace_id: str, files: list[str], to: str, tier: str = "regular", name: str | None = None) -> Case:
     """Extract one run of `files` into the set at `to` (see module docstring)."""
     from otel_agent_trace.minimizer.trace_out import write_run

@@ -24,7 +24,7 @@ from otel_agent_trace.model import (
     parse_json_or_text,
     semconv_messages,
 )
-from otel_agent_trace.regress.cases import Case, RegressError, analyzed, failure_signature, input_hash, load_cases, run_name
+from otel_agent_trace.regress.cases import Case, RegressError, analyzed, failure_signature, input_hash, load_cases, replay_of, run_name
 
 SUMMARY_FILE = ".regress-summary.json"
 DEFAULT_THRESHOLD = 0.9
@@ -106,7 +106,10 @@ def check_case(case: Case, team: Team, against: list[tuple[Any, Any]] | None = N
 
 
 def _same_task(case: Case, run: Any) -> bool:
-    """Same input (first user message) when both are known, else the same run name."""
+    """A replay of the case's run; else the same input (first user message) when both are known,
+    else the same run name."""
+    if case.meta.get("trace_id") and replay_of(run) == case.meta["trace_id"]:
+        return True
     wanted, got = case.meta.get("input_hash"), input_hash(run)
     if wanted and got:
         return wanted == got

@@ -16,12 +16,13 @@ from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 
-# build(response, request, instance, kwargs) -> the SDK object (an awaitable for an async client)
-Build = Callable[[ChatResponse, ChatRequest, Any, dict], Any]
+# build(response, request, instance, kwargs, method) -> the SDK object (an awaitable for an async
+# client); `method` is the patched call's name (`create`, `stream`, `parse`, `acompletion`...)
+Build = Callable[[ChatResponse, ChatRequest, Any, dict, str], Any]
 LIVE = object()
 
 
-def replayed(invocation: Any, build: Build, instance: Any, kwargs: dict, where: str) -> Any:
+def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, kwargs: dict, where: str) -> Any:
     replayer = current()
     if replayer is None:
         return LIVE
@@ -34,7 +35,8 @@ def replayed(invocation: Any, build: Build, instance: Any, kwargs: dict, where: 
         raise divergence
     if response is None:
         return LIVE
-    result = safely(f"{where}.replay.build", build, response, invocation.request, instance, kwargs)
+    method = str(getattr(wrapped, "__name__", ""))
+    result = safely(f"{where}.replay.build", build, response, invocation.request, instance, kwargs, method)
     return LIVE if result is None else result
 
 

@@ -1,0 +1,226 @@
+"""Replay for every other client recorded as decision steps: the OpenAI Responses API, anthropic
+Messages, litellm. Each run is recorded against the scripted server (whole, streamed, async),
+then replayed with the server stopped and the client pointed at a closed port: the same tool
+calls, the same answer, the same contexts, and a divergence named at its step and message.
+
+Real parts throughout: the real client libraries and their own stream helpers
+(`responses.stream`, `messages.stream`), the SDK writing our OTLP JSON Lines file, the analyzer's
+readers loading it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, Callable
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm is imported
+
+import anthropic  # noqa: E402
+import anthropic_agent  # noqa: E402
+import litellm  # noqa: E402
+import litellm_agent  # noqa: E402
+import openai  # noqa: E402
+import responses_agent  # noqa: E402
+import support_agent  # noqa: E402
+from replay_helpers import (  # noqa: E402
+    Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
+    falls_through_after_the_changed_tool_result, record, tool_log,
+)
+
+import otel_agent_trace  # noqa: E402
+from otel_agent_trace.replay.recording import load  # noqa: E402
+
+TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
+
+
+# --- the Responses API ---------------------------------------------------------------------------
+def responses_plain(base_url: str) -> str:
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return responses_agent.handle_ticket(client, TICKET)
+
+
+def responses_stream(base_url: str) -> str:  # responses.stream(): the SDK's ResponseStream over create(stream=True)
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return responses_agent.handle_ticket(client, TICKET, stream=True)
+
+
+def responses_stream_whole(base_url: str) -> str:
+    """Each turn re-sends the whole conversation: a live fallthrough needs no stored response."""
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return responses_agent.handle_ticket(client, TICKET, chained=False, stream=True)
+
+
+def responses_async(base_url: str) -> str:
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return asyncio.run(responses_agent.ahandle_ticket(client, TICKET))
+
+
+def responses_async_events(base_url: str) -> str:
+    """`create(stream=True)` read event by event, async, whole conversation re-sent each turn."""
+
+    async def main() -> str:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
+        items: list[Any] = [{"role": "user", "content": TICKET}]
+        for _ in range(support_agent.MAX_TURNS):
+            events = await client.responses.create(model=support_agent.MODEL, instructions=support_agent.SYSTEM,
+                                                   input=items, tools=responses_agent.TOOLS, stream=True)
+            text, calls = "", []
+            async for event in events:
+                if event.type == "response.output_text.delta":
+                    text += event.delta
+                elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                    calls.append(event.item)
+            if not calls:
+                return text
+            for call in calls:
+                items += [{"type": "function_call", "call_id": call.call_id, "name": call.name,
+                           "arguments": call.arguments},
+                          {"type": "function_call_output", "call_id": call.call_id,
+                           "output": responses_agent.run_tool(call.name, json.loads(call.arguments))}]
+        raise AssertionError("no answer")
+
+    return asyncio.run(main())
+
+
+# --- anthropic Messages --------------------------------------------------------------------------
+def _claude(base_url: str, cls: Any = anthropic.Anthropic) -> Any:
+    return cls(base_url=base_url.removesuffix("/v1"), api_key="test", max_retries=0)
+
+
+def anthropic_plain(base_url: str) -> str:
+    return anthropic_agent.handle_ticket(_claude(base_url), TICKET)
+
+
+def anthropic_stream(base_url: str) -> str:  # messages.stream(): the SDK's MessageStreamManager
+    return anthropic_agent.handle_ticket(_claude(base_url), TICKET, stream=True)
+
+
+def anthropic_async(base_url: str) -> str:
+    return asyncio.run(anthropic_agent.ahandle_ticket(_claude(base_url, anthropic.AsyncAnthropic), TICKET))
+
+
+def anthropic_raw_events(base_url: str) -> str:
+    """`create(stream=True)`: raw events, tool input as JSON deltas."""
+    client = _claude(base_url)
+    messages: list[Any] = [{"role": "user", "content": TICKET}]
+    for _ in range(support_agent.MAX_TURNS):
+        blocks: dict[int, dict[str, Any]] = {}
+        for event in client.messages.create(model=anthropic_agent.MODEL, max_tokens=1024, system=support_agent.SYSTEM,
+                                            messages=messages, tools=anthropic_agent.TOOLS, stream=True):
+            if event.type == "content_block_start":
+                blocks[event.index] = {**event.content_block.model_dump(), "partial": ""}
+            elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                blocks[event.index]["text"] += event.delta.text
+            elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                blocks[event.index]["partial"] += event.delta.partial_json
+        content = [{"type": "text", "text": b["text"]} if b["type"] == "text" else
+                   {"type": "tool_use", "id": b["id"], "name": b["name"], "input": json.loads(b["partial"] or "{}")}
+                   for _, b in sorted(blocks.items())]
+        calls = [b for b in content if b["type"] == "tool_use"]
+        if not calls:
+            return "".join(b["text"] for b in content)
+        messages += [{"role": "assistant", "content": content},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": c["id"],
+                                                   "content": anthropic_agent.run_tool(c["name"], c["input"])}
+                                                  for c in calls]}]
+    raise AssertionError("no answer")
+
+
+# --- litellm -------------------------------------------------------------------------------------
+def litellm_plain(base_url: str) -> str:
+    return litellm_agent.handle_ticket(litellm_agent.litellm_client(base_url), TICKET)
+
+
+def litellm_stream(base_url: str) -> str:
+    return chat_streamed(lambda messages: litellm.completion(
+        model=f"openai/{support_agent.MODEL}", api_base=base_url, api_key="test", messages=messages,
+        tools=support_agent.TOOL_SCHEMAS, stream=True))
+
+
+def litellm_async(base_url: str) -> str:
+    return chat_async(lambda messages: litellm.acompletion(
+        model=f"openai/{support_agent.MODEL}", api_base=base_url, api_key="test", messages=messages,
+        tools=support_agent.TOOL_SCHEMAS))
+
+
+AGENTS: dict[str, Callable[[str], str]] = {
+    "responses-plain": responses_plain, "responses-stream": responses_stream, "responses-async": responses_async,
+    "responses-async-events": responses_async_events, "responses-stream-whole": responses_stream_whole,
+    "anthropic-plain": anthropic_plain, "anthropic-stream": anthropic_stream, "anthropic-async": anthropic_async,
+    "anthropic-raw-events": anthropic_raw_events,
+    "litellm-plain": litellm_plain, "litellm-stream": litellm_stream, "litellm-async": litellm_async,
+}
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, name):
+    agent = AGENTS[name]
+    calls = tool_log(monkeypatch)
+    path, answer = record(tmp_path, agent)
+    recorded_calls = list(calls)
+    assert [tool for tool, _ in recorded_calls] == ["lookup_order", "calculate_refund"]
+    assert "$25.00" in answer
+    calls.clear()
+    original = load(str(path))
+    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
+        replayed = agent(closed_port_url())
+    assert replayed == answer
+    assert calls == recorded_calls
+    assert replayer.diverged is None and len(replayer.used) == 3
+    spans = session.spans()
+    steps = sorted((s for s in spans if s.name.startswith("agent_step")), key=lambda s: s.start_time)
+    chats = [s for s in spans if s.name.startswith("chat")]
+    # the replayed SDK objects read back exactly as the live ones did: the same contexts, step by step
+    assert [s.attributes["agent_trace.context.hash"] for s in steps] == [s.context_hash for s in original.steps]
+    assert [s.attributes.get("agent_trace.step.kind") for s in steps] == ["tool_call", "tool_call", "final"]
+    assert len(chats) == 3 and all(not s.status.status_code.value == 2 for s in chats)
+    assert {s.attributes["agent_trace.replay.of"] for s in chats + steps} == {original.trace_id}
+    assert [c.attributes.get("gen_ai.response.id") for c in sorted(chats, key=lambda s: s.start_time)] == \
+        [s.response.id for s in original.steps]
+
+
+@pytest.mark.parametrize("name", ["responses-plain", "anthropic-stream", "litellm-async"])
+def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys, name):
+    diverges_at_the_changed_tool_result(tmp_path, monkeypatch, capsys, AGENTS[name])
+
+
+# (a chained Responses run would go on live with the recorded response ids, which a live provider
+# must still hold; the restarted scripted server does not: the whole-conversation variant here)
+@pytest.mark.parametrize("name", ["responses-stream-whole", "anthropic-plain", "litellm-plain"])
+def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, name):
+    falls_through_after_the_changed_tool_result(tmp_path, monkeypatch, AGENTS[name])
+
+
+def _parse_responses(base_url: str, model: Any) -> Any:
+    client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
+    return client.responses.parse(model="gpt-4o-mini", input="refund as json", text_format=model).output_parsed
+
+
+def _parse_anthropic(base_url: str, model: Any) -> Any:
+    return _claude(base_url).messages.parse(model=anthropic_agent.MODEL, max_tokens=256, output_format=model,
+                                            messages=[{"role": "user", "content": "refund as json"}]).parsed_output
+
+
+@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic], ids=["responses", "anthropic"])
+def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
+    """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`: the SDKs' own parsers."""
+    from pydantic import BaseModel
+
+    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+    class Refund(BaseModel):
+        order_id: str
+        amount: float
+
+    path = tmp_path / "parsed.jsonl"
+    with ScriptedOpenAIServer({"refund as json": [{"content": '{"order_id": "A1001", "amount": 25.0}'}]}) as server, \
+            Session(path):
+        live = ask(server.base_url, Refund)
+    with Session(), otel_agent_trace.replay(str(path)) as replayer:
+        replayed = ask(closed_port_url(), Refund)
+    assert replayer.diverged is None
+    assert replayed == live == Refund(order_id="A1001", amount=25.0)
