@@ -7,6 +7,7 @@ library is imported by us: each patch is applied when (and if) the agent imports
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Collection
 
 import wrapt
@@ -16,6 +17,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.frameworks import openai_agents as agents_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
@@ -66,6 +68,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
+        wrapt.register_post_import_hook(self._patch_openai_agents, agents_framework.MODULE)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -98,6 +101,14 @@ class AgentTraceInstrumentor(BaseInstrumentor):
     def _patch_litellm(self, module: Any) -> None:
         for target, wrapper in litellm_provider.TARGETS.items():
             self._patch_client(module, (target,), wrapper)
+
+    def _patch_openai_agents(self, module: Any) -> None:
+        if not self._active or not safely("patch agents", agents_framework.register, module):
+            return
+        for (name, target), wrapper in agents_framework.WRAPPERS.items():
+            owner = safely(f"import {name}", importlib.import_module, name)
+            if owner is not None:
+                self._patch_client(owner, (target,), wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,
