@@ -94,8 +94,6 @@ class AgentsProcessor:
             safely("agents.agent end", self._agent_end, span)
         elif kind == "handoff":
             safely("agents.handoff end", self._handoff_end, span)
-        elif kind == "guardrail":
-            safely("agents.guardrail end", self._guardrail_end, span)
 
     def shutdown(self) -> None:
         pass
@@ -136,9 +134,10 @@ class AgentsProcessor:
             explicit_run.reset(agent.token)
         except ValueError:  # ended from another context than it started in
             pass
-        if agent.handed_off and span.error is None:
+        error = _trips.pop(id(agent.run), None) or _error_of(span)
+        if agent.handed_off and error is None:
             return  # it ends with the agent it handed off to
-        self._finish(agent, _error_of(span))
+        self._finish(agent, error)
 
     def _finish(self, agent: _Agent, error: BaseException | None) -> None:
         """End a run and the runs that handed off to it: failed with `error`, or answered (the
@@ -195,16 +194,6 @@ class AgentsProcessor:
             with self._lock:
                 self._delegations[span.trace_id] = _Delegation(agent, step, to_agent)
 
-    # --- guardrails --------------------------------------------------------------------------------
-    def _guardrail_end(self, span: Any) -> None:
-        """A tripped guardrail: an event on the run it stopped (the run fails with the SDK's
-        tripwire exception when the agent ends)."""
-        if not span.span_data.triggered:
-            return
-        agent = self._agents.get(span.parent_id or "") or self._current()
-        if agent is not None:
-            agent.run.span.add_event(GUARDRAIL_EVENT, {"agent_trace.guardrail.name": str(span.span_data.name)})
-
 
 def _error_of(span: Any) -> BaseException | None:
     """The exception that ended an SDK span: the one in flight when the SDK finishes it from its
@@ -257,7 +246,40 @@ def note_handled(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any])
     return wrapped(*args, **kwargs)
 
 
-WRAPPERS = {TOOL_RUNNER: run_tool, FAILURE_FORMATTER: note_handled}
+# --- guardrails ------------------------------------------------------------------------------------
+# run id -> the tripwire exception the SDK raises for the guardrail that tripped in it
+_trips: dict[int, BaseException] = {}
+
+
+def _guardrail(kind: str) -> Any:
+    async def run_guardrail(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        """Wrapper of one guardrail check: a trip is an event on the run, and the run fails with
+        the SDK's tripwire exception (phase critical) when its agent ends."""
+        result = await wrapped(*args, **kwargs)
+        safely("agents.guardrail", _tripped, kind, result)
+        return result
+    return run_guardrail
+
+
+def _tripped(kind: str, result: Any) -> None:
+    if not result.output.tripwire_triggered:
+        return
+    run = current_explicit()
+    if run is None:
+        return
+    from agents import exceptions
+
+    name = result.guardrail.get_name()
+    run.span.add_event(GUARDRAIL_EVENT, {"agent_trace.guardrail.name": str(name), "agent_trace.guardrail.kind": kind})
+    error_class = exceptions.InputGuardrailTripwireTriggered if kind == "input" else \
+        exceptions.OutputGuardrailTripwireTriggered
+    _trips.setdefault(id(run), error_class(result))
+
+
+GUARDRAILS = "agents.run_internal.guardrails"
+WRAPPERS = {TOOL_RUNNER: run_tool, FAILURE_FORMATTER: note_handled,
+            (GUARDRAILS, "run_single_input_guardrail"): _guardrail("input"),
+            (GUARDRAILS, "run_single_output_guardrail"): _guardrail("output")}
 
 _registered = False
 
