@@ -4,14 +4,16 @@ nested under the step that handed off (a `delegated_to` link); a guardrail trip 
 
 Two surfaces, because neither alone has everything:
 - the SDK's own tracing, through `agents.add_trace_processor` (added beside OpenAI's exporter,
-  never replacing it), says when an agent starts and ends, hands off, or trips a guardrail. Its
-  callbacks run in the runner's own context, so the run set current there is the one the model
-  calls and tools (tasks created later) see;
-- the tool runner (`run_internal.tool_execution._invoke_function_tool_with_metadata`) runs each
-  function tool with its call id; a tool exception the SDK turns into text for the model is
-  caught where the SDK hands it to its failure formatter.
+  never replacing it), says when an agent starts and ends and when it hands off. Its callbacks run
+  in the runner's own context, so the run set current there is the one the model calls and tools
+  (tasks created later) see;
+- the SDK's runners, wrapped: the tool runner (`run_internal.tool_execution.
+  _invoke_function_tool_with_metadata`) runs each function tool with its call id; a tool exception
+  the SDK turns into text for the model is caught where the SDK hands it to its failure formatter;
+  `run_internal.guardrails.run_single_{input,output}_guardrail` say which guardrail tripped.
 The model calls go through the openai client and are recorded by the providers (one chat span
-each). With the SDK's tracing disabled the runs are implicit ones, found by conversation.
+each). With the SDK's tracing disabled the runs are implicit ones, found by conversation, and the
+tools are still recorded where they run.
 """
 
 from __future__ import annotations
