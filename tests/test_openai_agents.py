@@ -254,3 +254,57 @@ except InputGuardrailTripwireTriggered:
     assert attributes(event)["agent_trace.guardrail.name"] == "no_contact_details"
     [found] = analyze(traces)["runs"]
     assert found["status"] == "failed" and "InputGuardrailTripwireTriggered" in found["critical"]["description"]
+
+
+def test_openai_own_trace_exporter_keeps_working(tmp_path):
+    """Ours is added beside the SDK's processors, never replacing them: OpenAI's own exporter
+    (pointed at a loopback ingest endpoint here) still receives the agent and function spans."""
+    proc, traces = run_instrumented(PRELUDE + """
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from agents import set_tracing_export_api_key
+from agents.tracing.processors import default_exporter, default_processor
+
+received = []
+class Ingest(BaseHTTPRequestHandler):
+    def do_POST(self):
+        received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200); self.end_headers()
+    def log_message(self, *args):
+        pass
+ingest = ThreadingHTTPServer(("127.0.0.1", 0), Ingest)
+threading.Thread(target=ingest.serve_forever, daemon=True).start()
+set_tracing_export_api_key("test")
+default_exporter().endpoint = f"http://127.0.0.1:{ingest.server_address[1]}/v1/traces/ingest"
+result = Runner.run_sync(support, support_agent.TICKETS[0])
+default_processor().force_flush()
+kinds = sorted({item.get("span_data", {}).get("type", item.get("object")) for batch in received for item in batch["data"]})
+print("EXPORTED", kinds)
+""", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    exported = next(line for line in proc.stdout.splitlines() if line.startswith("EXPORTED"))
+    assert "'agent'" in exported and "'function'" in exported, exported
+    ours = _ours(traces)
+    assert len(_named(ours, "invoke_agent")) == 1 and len(_named(ours, "execute_tool")) == 2
+
+
+def test_streamed_run(tmp_path):
+    """Runner.run_streamed (the run loop in its own task): the same run, steps and tools."""
+    proc, traces = run_instrumented(PRELUDE + """
+async def main():
+    result = Runner.run_streamed(support, TICKET)
+    async for _ in result.stream_events():
+        pass
+    return result.final_output
+support_agent.check_reply(TICKET, asyncio.run(main()))
+""", tmp_path)
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    ours = _ours(traces)
+    [run] = _named(ours, "invoke_agent")
+    assert run["name"] == "invoke_agent support"
+    assert len(_named(ours, "agent_step")) == 3 and len(_named(ours, "chat ")) == 3
+    tools = _named(ours, "execute_tool")
+    assert [attributes(t)["gen_ai.tool.call.id"] for t in tools] == ["call_0_0", "call_1_0"]
+    [found] = analyze(traces)["runs"]
+    assert found["status"] == "failed"
+    _assert_origin_lookup(found)
