@@ -5,7 +5,6 @@ on every call (normalizing and hashing them once, not once per step)."""
 from __future__ import annotations
 
 import inspect
-
 from typing import Any, Callable
 
 from otel_agent_trace import hashing
