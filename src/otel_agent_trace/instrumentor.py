@@ -7,6 +7,7 @@ library is imported by us: each patch is applied when (and if) the agent imports
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Collection
 
 import wrapt
@@ -19,6 +20,7 @@ from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.frameworks import mcp as mcp_framework
 from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
 from otel_agent_trace.frameworks import smolagents as smolagents_framework
+from otel_agent_trace.frameworks import openai_agents as agents_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
@@ -73,6 +75,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
             wrapt.register_post_import_hook(self._patch_mcp, module)
         for module in (*pydantic_ai_framework.PATCHES, *smolagents_framework.PATCHES):
             wrapt.register_post_import_hook(self._patch_framework, module)
+        wrapt.register_post_import_hook(self._patch_openai_agents, agents_framework.MODULE)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -114,6 +117,13 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         patches = {**pydantic_ai_framework.PATCHES, **smolagents_framework.PATCHES}
         for target, wrapper in patches[module.__name__]:
             self._patch_client(module, (target,), wrapper)
+    def _patch_openai_agents(self, module: Any) -> None:
+        if not self._active or not safely("patch agents", agents_framework.register, module):
+            return
+        for (name, target), wrapper in agents_framework.WRAPPERS.items():
+            owner = safely(f"import {name}", importlib.import_module, name)
+            if owner is not None:
+                self._patch_client(owner, (target,), wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,

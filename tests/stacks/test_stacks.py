@@ -74,7 +74,7 @@ from typing import Any
 import openai
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 
-set_tracing_disabled(True)
+set_tracing_disabled(TRACING_DISABLED)
 
 @function_tool(strict_mode=False)
 def lookup_order(order_id: str) -> str:
@@ -94,10 +94,13 @@ support_agent.check_reply(TICKET, result.final_output)
 """
 
 
-def test_openai_agents_runner_without_entrypoints(tmp_path):
-    """Each model call comes from a new asyncio context: the implicit run is found again by its
-    conversation, so the first step and the origin tool are in the one run."""
-    proc, traces = run_instrumented(AGENTS_SDK, tmp_path)
+@pytest.mark.parametrize("tracing_disabled", [True, False])
+def test_openai_agents_runner_without_entrypoints(tmp_path, tracing_disabled):
+    """Each model call comes from a new asyncio context. With the SDK's tracing disabled the
+    implicit run is found again by its conversation; with it on, the agent's run comes from our
+    trace processor (frameworks/openai_agents.py). Either way the first step and the origin tool
+    are in the one run, and the tools are recorded where they ran."""
+    proc, traces = run_instrumented(f"TRACING_DISABLED = {tracing_disabled}\n" + AGENTS_SDK, tmp_path)
     assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
     ours = [s for scope, s in spans_of(traces) if scope == "otel_agent_trace"]
     runs = [s for s in ours if s["name"].startswith("invoke_agent")]
@@ -105,6 +108,9 @@ def test_openai_agents_runner_without_entrypoints(tmp_path):
     assert len({s["traceId"] for s in ours}) == 1
     steps = [s for s in ours if s["name"].startswith("agent_step")]
     assert sorted(int(attributes(s)["agent_trace.step.index"]) for s in steps) == [0, 1, 2]
+    tools = [s for s in ours if s["name"].startswith("execute_tool")]
+    assert sorted(attributes(t)["gen_ai.tool.call.id"] for t in tools) == ["call_0_0", "call_1_0"]
+    assert runs[0]["name"] == ("invoke_agent" if tracing_disabled else "invoke_agent support")
     _assert_planted_origin(analyze(traces))
 
 

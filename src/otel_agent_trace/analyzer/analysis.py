@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer.classify import classify
+from otel_agent_trace.analyzer.delegation import follow_delegations
 from otel_agent_trace.analyzer.locate import Finding, locate
 from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
@@ -390,10 +391,14 @@ def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[
     convention = normalize_trace(list(by_id.values()))  # (rewrites attributes, never parents)
     if convention and normalized is not None:
         normalized[convention] = normalized.get(convention, 0) + 1
+    findings = []
     for run in trace_runs(spans[0].trace_id, by_id, children):
         finding = locate(run, rules)
         classify(finding)
-        yield finding
+        findings.append(finding)
+    if len(findings) > 1:
+        follow_delegations(findings)  # a failure followed into the sub-agent it began in
+    yield from findings
 
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,

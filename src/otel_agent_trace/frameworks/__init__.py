@@ -1,1 +1,2 @@
-"""Agent frameworks recorded over the handler API: their runs and their tool registries (issue #13)."""
+"""Agent frameworks recorded over the handler API (recorder/handler.py): each module translates
+one framework's runs, steps and tool registry into handler invocations."""

@@ -4,6 +4,7 @@ on every call (normalizing and hashing them once, not once per step)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from otel_agent_trace import hashing
@@ -102,8 +103,15 @@ def proxied_parse(parse: Any, invocation: Any, accumulator: Callable[[], Any]) -
     """A raw response's `parse()` that hands the caller our stream proxy (`with_raw_response`
     with `stream=True`): the invocation stops when that stream is consumed."""
 
+    def wrap(stream: Any) -> Any:
+        return wrap_stream(stream, invocation, accumulator(), hasattr(stream, "__aiter__"))
+
     def proxied(*args: Any, **kwargs: Any) -> Any:
         stream = parse(*args, **kwargs)
-        return wrap_stream(stream, invocation, accumulator(), hasattr(stream, "__aiter__"))
+        if inspect.isawaitable(stream):  # an async client's parse() (`with_streaming_response`)
+            async def settled() -> Any:
+                return wrap(await stream)
+            return settled()
+        return wrap(stream)
 
     return proxied

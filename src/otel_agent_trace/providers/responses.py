@@ -181,7 +181,7 @@ def _response(invocation: Any, result: Any) -> Any:
     `with_raw_response` gives an `APIResponse` whose `parse()` the SDK caches."""
     response = result
     if _get(result, "output") is None and hasattr(result, "http_response") and hasattr(result, "parse"):
-        if getattr(result, "_stream", False):
+        if getattr(result, "_stream", False) or invocation.request.stream:  # (with_streaming_response: no _stream)
             invocation.defer()
             result.parse = proxied_parse(result.parse, invocation, lambda: StreamAccumulator(invocation.request))
             return result

@@ -65,11 +65,14 @@ class Handler:
         self._sweeper: threading.Thread | None = None
 
     # --- invocations ----------------------------------------------------------------------------
-    def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None) -> Invocation:
-        """An explicit run: `with handler.run("name"):` records everything inside as one run."""
+    def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None,
+            delegated_from: trace.Span | None = None) -> Invocation:
+        """An explicit run: `with handler.run("name"):` records everything inside as one run.
+        `delegated_from`: the step span of another run that handed the work to this one (a
+        sub-agent): the run nests under it with a `delegated_to` link."""
         if not self.enabled:
             return NoInvocation()
-        run = safely("run.start", RunInvocation, self, name, False, validate)
+        run = safely("run.start", RunInvocation, self, name, False, validate, delegated_from)
         return run if run is not None else NoInvocation()
 
     def chat(self, request: ChatRequest) -> Invocation:
@@ -131,13 +134,39 @@ class Handler:
             self._open[id(run)] = run
             while len(self._open) > _MAX_OPEN_IMPLICIT:
                 stale.append(self._open.pop(next(iter(self._open))))
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
-                self._sweeper.start()
+            self._ensure_sweeper()
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
         return run
+
+    def _ensure_sweeper(self) -> None:
+        """Start the idle sweeper if it is not running (call with `_open_lock` held)."""
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
+            self._sweeper.start()
+
+    def hold(self, run: RunInvocation) -> None:
+        """A framework's run that gave its answer stays open like an answered implicit run: until
+        its thread starts another run, `run_idle_seconds` pass or the process exits, so that an
+        uncaught exception in between (the host rejecting the answer) fails it, `critical`."""
+        if run.ended:
+            return
+        with self._open_lock:
+            if run.answered_ns is None:
+                run.answered_ns = time.time_ns()
+            if run.thread is None:
+                run.thread = threading.get_ident()
+            self._open[id(run)] = run
+            self._ensure_sweeper()
+
+    def end_held(self, thread: int | None = None) -> None:
+        """End the answered runs this thread left open (it starts another run)."""
+        thread = threading.get_ident() if thread is None else thread
+        with self._open_lock:
+            over = self._over(thread)
+        for run in over:
+            safely("run.end", self.end_run, run)
 
     def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
         """The open implicit runs the program shows to be over (call with `_open_lock` held): those

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_trace import hashing
@@ -32,8 +33,10 @@ from otel_agent_trace.model import (
     ChatRequest,
     ErrorType,
     Phase,
+    Relation,
 )
 from otel_agent_trace.recorder.invocation import Invocation
+from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.state import PendingCall, StepState, ToolRecord, explicit_run
 
 if TYPE_CHECKING:
@@ -46,7 +49,7 @@ class RunInvocation(Invocation):
     kind = "run"
 
     def __init__(self, handler: "Handler", name: str | None, implicit: bool,
-                 validate: Callable[[str], Any] | None = None):
+                 validate: Callable[[str], Any] | None = None, delegated_from: trace.Span | None = None):
         super().__init__()
         self.handler = handler
         self.name = name
@@ -57,9 +60,16 @@ class RunInvocation(Invocation):
             attributes[GEN_AI_AGENT_NAME] = name
         if implicit:
             attributes[RUN_IMPLICIT] = True
-        # a child of whatever span is current (an HTTP server span, ...)
+        # a child of whatever span is current (an HTTP server span, ...); a sub-run is the child of
+        # the step that delegated to it, linked to it (`delegated_to`)
+        context, dependencies = None, Dependencies()
+        if delegated_from is not None:
+            context = trace.set_span_in_context(delegated_from)
+            dependencies.add(delegated_from.get_span_context(), Relation.DELEGATED_TO)
+            attributes.update(dependencies.attributes())
         self.span = handler.tracer.start_span(
-            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, kind=SpanKind.INTERNAL, attributes=attributes)
+            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, context=context, kind=SpanKind.INTERNAL,
+            attributes=attributes, links=dependencies.links())
         self.started = time.monotonic()
         self.steps: list[StepState] = []
         self.open_step: StepState | None = None
@@ -138,6 +148,11 @@ class RunInvocation(Invocation):
         if step is not None:
             self.open_step = None
             step.span.end(end_time=end_ns)
+
+    def open_calls(self) -> list[PendingCall]:
+        """The tool calls the model requested that no tool has run yet, oldest first."""
+        with self.lock:
+            return [p for p in self.pending.values() if p.record is None]
 
     def step_for_call(self, call_id: str | None) -> StepState | None:
         pending = self.pending.get(call_id) if call_id else None
