@@ -17,6 +17,7 @@ from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.providers import anthropic as anthropic_provider
+from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
@@ -66,6 +67,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
+        for module in (genai_provider.MODULE, genai_provider.TOOLS_MODULE):
+            wrapt.register_post_import_hook(self._patch_genai, module)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -98,6 +101,13 @@ class AgentTraceInstrumentor(BaseInstrumentor):
     def _patch_litellm(self, module: Any) -> None:
         for target, wrapper in litellm_provider.TARGETS.items():
             self._patch_client(module, (target,), wrapper)
+
+    def _patch_genai(self, module: Any) -> None:
+        if module.__name__ == genai_provider.TOOLS_MODULE:  # automatic function calling runs tools here
+            self._patch_client(module, genai_provider.TOOL_TARGETS, genai_provider.as_tool)
+            return
+        self._patch_client(module, genai_provider.TARGETS, genai_provider.wrapper)
+        self._patch_client(module, genai_provider.STREAM_TARGETS, genai_provider.stream_wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,
