@@ -163,5 +163,9 @@ def test_http_500_fails_the_chat_and_reaches_the_caller(instrument):
 def test_analyzer_names_the_planted_origin(tmp_path):
     _, report = instrumented_run(tmp_path, "genai_agent")
     assert [r["status"] for r in report["runs"]] == ["ok", "failed", "ok", "failed"]
+    # every call priced (genai-prices knows gemini-2.5-flash): the run's cost is their sum
+    costs = [r["cost_usd"] for r in report["runs"]]
+    assert all(c > 0 for c in costs)
+    assert report["summary"]["metrics"]["cost_per_run"] == pytest.approx(sum(costs) / 4, abs=1e-6)
     assert (report["runs"][1]["origin"]["tool"], report["runs"][1]["origin"]["error_type"]) == (
         "lookup_order", "tool_empty_result")

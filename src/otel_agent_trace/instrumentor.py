@@ -14,6 +14,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 
 from otel_agent_trace import config as config_module
+from otel_agent_trace import cost
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.providers import anthropic as anthropic_provider
@@ -61,6 +62,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(config)
         set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
+        cost.preload()  # the optional price library loads in the background
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
