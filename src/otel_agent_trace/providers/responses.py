@@ -175,7 +175,7 @@ def _request(instance: Any, args: tuple, kwargs: dict[str, Any]) -> ChatRequest:
     return parse_request(kwargs)
 
 
-def _response(invocation: Any, result: Any) -> Any:
+def end_call(invocation: Any, result: Any) -> Any:
     """Stop the invocation with the parsed response (a stream: hand it to a proxy that will);
     `with_raw_response` gives an `APIResponse` whose `parse()` the SDK caches."""
     response = result
@@ -193,4 +193,4 @@ def _response(invocation: Any, result: Any) -> Any:
     return result
 
 
-wrapper = chat_wrapper(_request, _response, "openai.responses")
+wrapper = chat_wrapper(_request, end_call, "openai.responses")
