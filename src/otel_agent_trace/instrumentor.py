@@ -66,6 +66,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
+        wrapt.register_post_import_hook(self._patch_conversations, responses_provider.CONVERSATIONS_MODULE)
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
@@ -96,6 +97,9 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _patch_responses(self, module: Any) -> None:
         self._patch_client(module, responses_provider.TARGETS, responses_provider.wrapper)
+
+    def _patch_conversations(self, module: Any) -> None:
+        self._patch_client(module, responses_provider.CONVERSATION_TARGETS, responses_provider.conversation_created)
 
     def _patch_anthropic(self, module: Any) -> None:
         self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)

@@ -172,6 +172,9 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             gemini = scripted_genai.route(self.path)  # (model, streamed) of a Gemini API path
             if gemini:
                 api, body = "genai", {**body, "model": gemini[0], "messages": scripted_genai.chat_view(body)}
+            if api == "conversations":  # the Responses API's server-side conversations
+                with server._lock:
+                    return self._json(200, scripted_responses.new_conversation(body, server.conversations))
             if api not in ("completions", "responses", "messages", "genai"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             request = body
@@ -223,7 +226,9 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             """A Responses API answer; `break_after` events into a stream, the connection drops."""
             response = scripted_responses.response_body(completion, request)
             with server._lock:
-                server.conversations[response["id"]] = [*messages, completion["choices"][0]["message"]]
+                for key in (response["id"], scripted_responses.conversation_id(request)):
+                    if key:
+                        server.conversations[key] = [*messages, completion["choices"][0]["message"]]
             if not request.get("stream"):
                 return self._json(200, response)
             self._events(scripted_responses.stream_events(response), break_after)
