@@ -169,3 +169,15 @@ def test_analyzer_names_the_planted_origin(tmp_path):
     assert report["summary"]["metrics"]["cost_per_run"] == pytest.approx(sum(costs) / 4, abs=1e-6)
     assert (report["runs"][1]["origin"]["tool"], report["runs"][1]["origin"]["error_type"]) == (
         "lookup_order", "tool_empty_result")
+
+
+def test_a_timeout_fails_the_chat(instrument):
+    with ScriptedOpenAIServer({"*": [{"content": "late", "delay": 1.0}]}) as server:
+        traced = instrument()
+        client = _client(server, timeout=200)  # milliseconds
+        with pytest.raises(Exception) as raised:
+            client.models.generate_content(model=MODEL, contents="hi")
+    [chat] = traced.named("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert attrs(chat)["error.type"] == type(raised.value).__name__
+    assert "Timeout" in type(raised.value).__name__
