@@ -46,7 +46,8 @@ def _responses_end(is_async: bool) -> Any:
     def end(invocation: Any, result: Any) -> Any:
         if _get(result, "output") is None and (hasattr(result, "__iter__") or hasattr(result, "__aiter__")):
             invocation.defer()
-            return wrap_stream(result, invocation, responses_provider.StreamAccumulator(invocation.request, invocation), is_async)
+            accumulator = responses_provider.StreamAccumulator(invocation.request, invocation)
+            return wrap_stream(result, invocation, accumulator, is_async)
         return responses_provider.end_call(invocation, result)
 
     return end

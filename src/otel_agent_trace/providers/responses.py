@@ -257,7 +257,8 @@ def end_call(invocation: Any, result: Any) -> Any:
         response = result.parse()
     if _get(response, "output") is None and (hasattr(response, "__aiter__") or hasattr(response, "__iter__")):
         invocation.defer()
-        return wrap_stream(response, invocation, StreamAccumulator(invocation.request, invocation), hasattr(response, "__aiter__"))
+        accumulator = StreamAccumulator(invocation.request, invocation)
+        return wrap_stream(response, invocation, accumulator, hasattr(response, "__aiter__"))
     _remember(invocation.request, response)
     invocation.stop(parse_response(response))
     safely("responses.built_in_tools", record_built_in_tools, invocation, response)
