@@ -172,3 +172,14 @@ def test_a_timeout_fails_the_chat(instrument):
     assert chat.status.status_code is StatusCode.ERROR
     assert attrs(chat)["error.type"] == type(raised.value).__name__
     assert "Timeout" in type(raised.value).__name__
+
+
+def test_a_chat_send_message_stream_is_one_chat_span(instrument, gemini):
+    traced = instrument()
+    chat = gemini.chats.create(model=MODEL, config=genai_agent._config())
+    chunks = list(chat.send_message_stream(HEALTHY))
+    assert any(c.function_calls for c in chunks)
+    [step] = traced.named("agent_step")
+    assert attrs(step)["agent_trace.step.tool_calls"] == ("lookup_order",)
+    [span] = traced.named("chat")
+    assert span.end_time is not None and attrs(span)["gen_ai.response.id"] == "genai-scripted-0"
