@@ -42,3 +42,22 @@ def spans_of(path: Path) -> list[dict[str, Any]]:
                     values = {a["key"]: next(iter(a["value"].values()), None) for a in span.get("attributes", ())}
                     spans.append({**span, "scope": scope.get("scope", {}).get("name"), "attrs": values})
     return spans
+
+
+def assert_refund_tree(traced: Any, chat: str) -> list[Any]:
+    """The healthy refund ticket's tree (lookup, calculate, answer), each tool linked to the step
+    that decided it and read by the next: what every client must record alike. Its steps."""
+    from span_helpers import attrs, hexid
+
+    [run] = traced.runs()
+    steps = traced.children(run)
+    assert [[c.name for c in traced.children(s)] for s in steps] == [
+        [chat, "execute_tool lookup_order"],
+        [chat, "execute_tool calculate_refund"],
+        [chat],
+    ]
+    lookup, calc = traced.named("execute_tool")
+    assert [link.context.span_id for link in lookup.links] == [steps[0].context.span_id]
+    assert attrs(steps[1])["agent_trace.depends_on"] == (hexid(lookup),)
+    assert attrs(steps[2])["agent_trace.depends_on"] == (hexid(calc),)
+    return steps

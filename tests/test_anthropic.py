@@ -13,7 +13,7 @@ import anthropic
 import anthropic_agent
 import pytest
 import support_agent
-from client_helpers import instrumented_run, spans_of
+from client_helpers import assert_refund_tree, instrumented_run, spans_of
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
@@ -212,3 +212,39 @@ def test_a_timeout_fails_the_chat(instrument):
     [chat] = traced.named("chat")
     assert chat.status.status_code is StatusCode.ERROR
     assert attrs(chat)["error.type"] == "APITimeoutError"
+
+
+def test_beta_messages_create_and_stream_are_recorded_alike(instrument, claude):
+    from types import SimpleNamespace
+
+    beta = SimpleNamespace(messages=claude.beta.messages)  # the same agent, through `client.beta.messages`
+    for stream in (False, True):
+        traced = instrument()
+        assert anthropic_agent.handle_ticket(beta, HEALTHY, stream=stream).startswith("Your refund for order A1001")
+        assert_refund_tree(traced, f"chat {MODEL}")
+        assert [attrs(t)["gen_ai.tool.call.id"] for t in traced.named("execute_tool")] == ["toolu_0_0", "toolu_1_0"]
+
+
+def test_parse_and_beta_parse_record_the_structured_answer(instrument):
+    from pydantic import BaseModel
+
+    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+    class Refund(BaseModel):
+        order_id: str
+        amount: float
+
+    answer = '{"order_id": "A1001", "amount": 25.0}'
+    with ScriptedOpenAIServer({"*": [{"content": answer}]}) as server:
+        traced = instrument()
+        client = _server_client(server)
+        ask = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": HEALTHY}],
+               "output_format": Refund}
+        parsed = [client.messages.parse(**ask), client.beta.messages.parse(**ask)]
+    assert [m.parsed_output.amount for m in parsed] == [25.0, 25.0]
+    chats = traced.named("chat")
+    assert len(chats) == 2 and len(traced.named("agent_step")) == 2  # one chat span per call
+    for chat in chats:
+        [message] = json.loads(attrs(chat)["gen_ai.output.messages"])
+        assert json.loads(message["parts"][0]["content"]) == {"order_id": "A1001", "amount": 25.0}
+        assert attrs(chat)["gen_ai.response.finish_reasons"] == ("end_turn",)

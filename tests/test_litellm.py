@@ -16,7 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm 
 import litellm  # noqa: E402
 import litellm_agent  # noqa: E402
 import support_agent  # noqa: E402
-from client_helpers import instrumented_run  # noqa: E402
+from client_helpers import assert_refund_tree, instrumented_run  # noqa: E402
 from opentelemetry.trace import StatusCode  # noqa: E402
 from span_helpers import attrs, hexid  # noqa: E402
 
@@ -120,3 +120,57 @@ def test_a_timeout_is_one_failed_chat(instrument):
     [chat] = traced.named("chat")
     assert chat.status.status_code is StatusCode.ERROR
     assert attrs(chat)["error.type"] == type(raised.value).__name__
+
+
+def _responses_client(base_url, call=None):
+    from types import SimpleNamespace
+
+    call = call or litellm.responses
+
+    def create(model, **kwargs):
+        return call(model=f"openai/{model}", api_base=base_url, api_key="test", **kwargs)
+
+    return SimpleNamespace(responses=SimpleNamespace(create=create))
+
+
+def test_responses_is_one_chat_span_per_call_and_chains(instrument, demo_server):
+    import responses_agent
+
+    traced = instrument()
+    reply = responses_agent.handle_ticket(_responses_client(demo_server.base_url), HEALTHY)  # previous_response_id
+    assert reply.startswith("Your refund for order A1001 is $25.00")
+    steps = assert_refund_tree(traced, "chat openai/gpt-4o-mini")
+    chats = traced.named("chat")
+    assert all(traced.children(c) == [] for c in chats)  # litellm's own HTTP call: nothing of ours inside
+    assert attrs(chats[0])["gen_ai.provider.name"] == "openai"
+    # chained requests hold only the new items; the step's context is the whole conversation
+    assert [attrs(s)["agent_trace.context.messages"] for s in steps] == [2, 4, 6]
+
+
+def test_aresponses_and_a_responses_stream(instrument, demo_server):
+    import responses_agent
+
+    traced = instrument()
+    reply = asyncio.run(responses_agent.ahandle_ticket(_responses_client(demo_server.base_url, litellm.aresponses),
+                                                       HEALTHY))
+    assert reply.startswith("Your refund")
+    assert len(traced.named("chat")) == 3 and len(traced.named("execute_tool")) == 2
+    traced = instrument()
+    events = litellm.responses(model="openai/gpt-4o-mini", api_base=demo_server.base_url, api_key="test",
+                               input=HEALTHY, tools=responses_agent.TOOLS, stream=True)
+    assert [getattr(e, "type", None) for e in events][-1] == "response.completed"
+    [chat] = traced.named("chat")
+    assert chat.end_time is not None
+    assert attrs(traced.named("agent_step")[0])["agent_trace.step.tool_calls"] == ("lookup_order",)
+
+
+def test_the_router_completion_is_one_chat_span(instrument, demo_server):
+    traced = instrument()
+    router = litellm.Router(model_list=[{"model_name": "support", "litellm_params": {
+        "model": "openai/gpt-4o-mini", "api_base": demo_server.base_url, "api_key": "test"}}], num_retries=0)
+    response = router.completion(model="support", messages=[{"role": "user", "content": HEALTHY}],
+                                 tools=support_agent.TOOL_SCHEMAS)
+    assert response.choices[0].message.tool_calls[0].function.name == "lookup_order"
+    [chat] = traced.named("chat")
+    assert attrs(chat)["gen_ai.provider.name"] == "openai"
+    assert len(traced.named("agent_step")) == 1

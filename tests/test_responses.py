@@ -12,7 +12,7 @@ import openai
 import pytest
 import responses_agent
 import support_agent
-from client_helpers import instrumented_run
+from client_helpers import assert_refund_tree, instrumented_run
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
@@ -169,3 +169,61 @@ def test_a_timeout_fails_the_chat(instrument):
     [chat] = traced.named("chat")
     assert chat.status.status_code is StatusCode.ERROR
     assert attrs(chat)["error.type"] == "APITimeoutError"
+
+
+def _conversation_run(client, ticket, seeded):
+    """The support agent in a server-side conversation: each request sends only its new items."""
+    conversation = client.conversations.create(items=[{"role": "user", "content": ticket}] if seeded else [])
+    items = [] if seeded else [{"role": "user", "content": ticket}]
+    for _ in range(support_agent.MAX_TURNS):
+        response = client.responses.create(model=responses_agent.MODEL, instructions=support_agent.SYSTEM,
+                                           tools=responses_agent.TOOLS, conversation=conversation.id, input=items)
+        if not any(item.type == "function_call" for item in response.output):
+            return response.output_text
+        items = responses_agent._next_items(response, items, chained=True)
+    raise AssertionError("no answer")
+
+
+@pytest.mark.parametrize("seeded", [False, True], ids=["items-in-request", "items-at-create"])
+def test_a_conversation_run_is_recorded_like_the_whole_conversation(instrument, client, seeded):
+    traced = instrument()
+    responses_agent.handle_ticket(client, HEALTHY, chained=False)
+    whole = [attrs(s)["agent_trace.context.hash"] for s in traced.named("agent_step")]
+    traced = instrument()
+    assert _conversation_run(client, HEALTHY, seeded).startswith("Your refund for order A1001 is $25.00")
+    steps = assert_refund_tree(traced, "chat gpt-4o-mini")
+    assert [attrs(s)["agent_trace.context.messages"] for s in steps] == [2, 4, 6]
+    assert [attrs(s)["agent_trace.context.hash"] for s in steps] == whole
+
+
+def test_built_in_tool_calls_are_execute_tool_spans(instrument):
+    output = [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "carrier delays DHL"}},
+        {"type": "file_search_call", "id": "fs_1", "status": "failed", "queries": ["refund policy"], "results": None},
+        {"type": "code_interpreter_call", "id": "ci_1", "status": "completed", "code": "print(12.5 * 2)",
+         "container_id": "cntr_1", "outputs": [{"type": "logs", "logs": "25.0"}]},
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+         "content": [{"type": "output_text", "text": "The refund is $25.00.", "annotations": []}]},
+    ]
+    body = {"id": "resp_builtin", "object": "response", "created_at": 0, "status": "completed", "model": "gpt-4o-mini",
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 29,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    with ScriptedOpenAIServer({"*": [{"body": body}]}) as server:
+        traced = instrument()
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        response = client.responses.create(model="gpt-4o-mini", input="refund A1001?",
+                                           tools=[{"type": "web_search"}, {"type": "code_interpreter",
+                                                                           "container": {"type": "auto"}}])
+    assert response.output_text == "The refund is $25.00."
+    [step] = traced.named("agent_step")
+    assert [c.name for c in traced.children(step)] == [
+        "chat gpt-4o-mini", "execute_tool web_search", "execute_tool file_search", "execute_tool code_interpreter"]
+    search, files, code = traced.named("execute_tool")
+    assert attrs(search)["gen_ai.tool.call.id"] == "ws_1"
+    assert json.loads(attrs(search)["gen_ai.tool.call.arguments"])["action"]["query"] == "carrier delays DHL"
+    assert attrs(search)["agent_trace.tool.outcome"] == "ok"
+    assert attrs(files)["agent_trace.tool.outcome"] == "error_result"
+    assert json.loads(attrs(code)["gen_ai.tool.call.arguments"])["code"] == "print(12.5 * 2)"
+    assert json.loads(attrs(code)["gen_ai.tool.call.result"])["outputs"][0]["logs"] == "25.0"

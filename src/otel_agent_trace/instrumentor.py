@@ -15,6 +15,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 
 from otel_agent_trace import config as config_module
+from otel_agent_trace import cost
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.frameworks import mcp as mcp_framework
@@ -22,6 +23,7 @@ from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
 from otel_agent_trace.frameworks import smolagents as smolagents_framework
 from otel_agent_trace.frameworks import openai_agents as agents_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
+from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
@@ -65,9 +67,11 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(config)
         set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
+        cost.preload()  # the optional price library loads in the background
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
+        wrapt.register_post_import_hook(self._patch_conversations, responses_provider.CONVERSATIONS_MODULE)
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
@@ -76,6 +80,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for module in (*pydantic_ai_framework.PATCHES, *smolagents_framework.PATCHES):
             wrapt.register_post_import_hook(self._patch_framework, module)
         wrapt.register_post_import_hook(self._patch_openai_agents, agents_framework.MODULE)
+        for module in (genai_provider.MODULE, genai_provider.TOOLS_MODULE):
+            wrapt.register_post_import_hook(self._patch_genai, module)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -102,6 +108,9 @@ class AgentTraceInstrumentor(BaseInstrumentor):
     def _patch_responses(self, module: Any) -> None:
         self._patch_client(module, responses_provider.TARGETS, responses_provider.wrapper)
 
+    def _patch_conversations(self, module: Any) -> None:
+        self._patch_client(module, responses_provider.CONVERSATION_TARGETS, responses_provider.conversation_created)
+
     def _patch_anthropic(self, module: Any) -> None:
         self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)
 
@@ -117,6 +126,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         patches = {**pydantic_ai_framework.PATCHES, **smolagents_framework.PATCHES}
         for target, wrapper in patches[module.__name__]:
             self._patch_client(module, (target,), wrapper)
+
     def _patch_openai_agents(self, module: Any) -> None:
         if not self._active or not safely("patch agents", agents_framework.register, module):
             return
@@ -124,6 +134,13 @@ class AgentTraceInstrumentor(BaseInstrumentor):
             owner = safely(f"import {name}", importlib.import_module, name)
             if owner is not None:
                 self._patch_client(owner, (target,), wrapper)
+
+    def _patch_genai(self, module: Any) -> None:
+        if module.__name__ == genai_provider.TOOLS_MODULE:  # automatic function calling runs tools here
+            self._patch_client(module, genai_provider.TOOL_TARGETS, genai_provider.as_tool)
+            return
+        self._patch_client(module, genai_provider.TARGETS, genai_provider.wrapper)
+        self._patch_client(module, genai_provider.STREAM_TARGETS, genai_provider.stream_wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,

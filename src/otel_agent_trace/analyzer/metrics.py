@@ -12,7 +12,8 @@
   no gap or duplicate, every tool under a step) / runs seen.
 * `tokens_per_run`: mean input and output tokens (sum of `gen_ai.usage.*` over chat spans).
 * `cost_per_run`: mean cost when a price table is given (`prices`: model -> USD per million
-  input/output tokens), else null.
+  input/output tokens), else the recorded `agent_trace.usage.cost_usd` summed per run (when
+  every chat span with tokens has one, `recorded_cost`), else null.
 * `failures`: failed runs counted by origin error type and by bug class.
 
 `reliability` (seed 003):
@@ -38,6 +39,7 @@ from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
+from otel_agent_trace.cost import COST_USD
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
@@ -112,6 +114,27 @@ def token_count(value: Any) -> int:
         return 0
 
 
+def recorded_cost(run: Run) -> float | None:
+    """The sum of the run's recorded chat costs; None unless every model call that used tokens
+    was priced (a partial sum would read as the whole run's cost)."""
+    total, priced = 0.0, False
+    for span in run.chats:
+        get = span.attributes.get
+        cost = get(COST_USD)
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            total += cost
+            priced = True
+        elif token_count(get(GEN_AI_USAGE_INPUT_TOKENS)) or token_count(get(GEN_AI_USAGE_OUTPUT_TOKENS)):
+            return None
+    return round(total, 9) if priced else None
+
+
+def cost_of(m: "RunMetrics", prices: dict[str, Any] | None) -> float | None:
+    """A run's cost: the user's price table overrides the recorded costs."""
+    cost = run_cost(m.per_model, prices) if prices else None
+    return cost if cost is not None else m.recorded_cost
+
+
 def run_cost(per_model: dict[str, tuple[int, int]], prices: dict[str, Any]) -> float | None:
     cost = 0.0
     for model, (tin, tout) in per_model.items():
@@ -148,6 +171,7 @@ class RunMetrics:
     origins_by_type: dict[str, int] | None = None
     recovered_by_type: dict[str, int] | None = None
     verifiable: bool | None = None  # the final answer's values all trace back to tool results
+    recorded_cost: float | None = None  # `recorded_cost`: the run's chat spans' cost_usd summed
 
 
 def run_metrics(f: Finding) -> RunMetrics:
@@ -192,7 +216,7 @@ def run_metrics(f: Finding) -> RunMetrics:
     steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
-                      life.verifiable if life else None)
+                      life.verifiable if life else None, recorded_cost(run))
 
 
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -219,8 +243,7 @@ def reliability(per_run: list[RunMetrics], prices: dict[str, Any] | None, budget
         origins.update(m.origins_by_type or {})
         recovered.update(m.recovered_by_type or {})
     answers = [m.verifiable for m in per_run if m.verifiable is not None]
-    costs = [run_cost(m.per_model, prices) for m in per_run] if prices else []
-    costs = [c for c in costs if c is not None]
+    costs = [c for c in (cost_of(m, prices) for m in per_run) if c is not None]
     return {
         "task_success_rate": round(sum(m.status == "ok" for m in per_run) / runs, 4) if runs else 0.0,
         "partial_completion": round(sum(m.steps_ok for m in failed) / failed_steps, 4) if failed_steps else None,
@@ -261,7 +284,7 @@ def _fleet(per_run: list[RunMetrics], prices: dict[str, Any] | None) -> dict[str
         captured += m.captured
         tin_all.append(m.tokens_in)
         tout_all.append(m.tokens_out)
-        costs.append(run_cost(m.per_model, prices) if prices else None)
+        costs.append(cost_of(m, prices))
     known_costs = [c for c in costs if c is not None]
     return {
         "runs": runs,

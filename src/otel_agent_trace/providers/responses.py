@@ -6,8 +6,16 @@ assistant message's tool calls (consecutive ones grouped, like one Chat Completi
 `function_call_output` items tool results. A request chained by `previous_response_id` holds only
 the new items, so its context is the previous response's context and output plus those items:
 a bounded map keeps each recorded response's context (messages and their hashes), and the
-context hash equals that of the same conversation sent whole. `Responses.stream` calls `create`
-with `stream=True`, so one wrapper covers it.
+context hash equals that of the same conversation sent whole. A request in a server-side
+`conversation` is read the same way: the map also keeps each conversation's context after its
+last recorded response, seeded by `conversations.create(items=...)` (items added to a
+conversation any other way are not seen). `Responses.stream` calls `create` with `stream=True`,
+so one wrapper covers it.
+
+Built-in tools run on the server inside one response: each `web_search_call`,
+`file_search_call` or `code_interpreter_call` output item becomes an `execute_tool` span
+(`web_search`, ...) under the step, opened when the response is read, with the item's query or
+code as arguments and its status as outcome (`completed` ok, anything else an error result).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from collections import OrderedDict
 from typing import Any
 
 from otel_agent_trace import hashing
+from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
     content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse,
@@ -34,6 +43,14 @@ DECISION_PARAMS = (
 )
 # item types that carry no conversation text of their own (reasoning is counted by the usage)
 _SKIPPED = frozenset({"reasoning", "item_reference"})
+CONVERSATIONS_MODULE = "openai.resources.conversations.conversations"
+CONVERSATION_TARGETS = ("Conversations.create", "AsyncConversations.create")
+# built-in tool call items → (tool name, the fields that are its arguments, the fields that are its result)
+BUILT_IN = {
+    "web_search_call": ("web_search", ("action",), ("status",)),
+    "file_search_call": ("file_search", ("queries",), ("status", "results")),
+    "code_interpreter_call": ("code_interpreter", ("code", "container_id"), ("status", "outputs")),
+}
 _CONTEXTS_MAX = 512
 
 
@@ -90,8 +107,16 @@ def to_messages(items: Any) -> list[Message]:
     return messages
 
 
+def _conversation_key(conversation: Any) -> str | None:
+    """The map key of a `conversation` (an id, `{"id": ...}` or an SDK object)."""
+    if is_omitted(conversation) or conversation is None:
+        return None
+    conversation = conversation if isinstance(conversation, str) else _get(conversation, "id")
+    return f"conversation:{conversation}" if isinstance(conversation, str) else None
+
+
 def parse_request(kwargs: dict[str, Any]) -> ChatRequest:
-    prior = CONTEXTS.get(kwargs.get("previous_response_id"))
+    prior = CONTEXTS.get(kwargs.get("previous_response_id")) or CONTEXTS.get(_conversation_key(kwargs.get("conversation")))
     messages, hashes = (list(prior[0]), list(prior[1])) if prior else ([], [])
     instructions = kwargs.get("instructions")
     if isinstance(instructions, str) and instructions and not (messages and messages[0].role == "system"):
@@ -130,19 +155,62 @@ def parse_response(result: Any) -> ChatResponse:
 
 
 def _remember(request: ChatRequest, result: Any) -> None:
-    """Keep the context after this response, for a request chained by `previous_response_id`."""
+    """Keep the context after this response, for a request chained by `previous_response_id`
+    or continuing its `conversation`."""
     output = to_messages(_get(result, "output") or [])
-    CONTEXTS.put(_get(result, "id"), request.messages + output,
-                 list(request.message_hashes or [hashing.message_hash(m) for m in request.messages])
-                 + [hashing.message_hash(m) for m in output])
+    messages = request.messages + output
+    hashes = (list(request.message_hashes or [hashing.message_hash(m) for m in request.messages])
+              + [hashing.message_hash(m) for m in output])
+    CONTEXTS.put(_get(result, "id"), messages, hashes)
+    conversation = _conversation_key(_get(result, "conversation"))
+    if conversation is not None:
+        CONTEXTS.put(conversation, messages, hashes)
+
+
+def _seed_conversation(conversation: Any, items: Any) -> None:
+    messages = to_messages(items) if items is not None and not is_omitted(items) else []
+    CONTEXTS.put(_conversation_key(conversation), messages, [hashing.message_hash(m) for m in messages])
+
+
+def conversation_created(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """`conversations.create(items=...)`: the new conversation's context is its items."""
+    result = wrapped(*args, **kwargs)
+    if hasattr(result, "__await__"):
+        return _seeded(result, kwargs.get("items"))
+    safely("responses.conversation", _seed_conversation, result, kwargs.get("items"))
+    return result
+
+
+async def _seeded(awaitable: Any, items: Any) -> Any:
+    result = await awaitable
+    safely("responses.conversation", _seed_conversation, result, items)
+    return result
+
+
+def record_built_in_tools(invocation: Any, result: Any) -> None:
+    """Each built-in tool call of a response as an `execute_tool` span in the step's run."""
+    handler = getattr(invocation, "handler", None)
+    if handler is None:
+        return
+    for item in _get(result, "output") or ():
+        spec = BUILT_IN.get(_get(item, "type"))
+        if spec is None:
+            continue
+        name, argument_fields, result_fields = spec
+        arguments = {f: plain(_get(item, f)) for f in argument_fields if _get(item, f) is not None}
+        outcome = {f: plain(_get(item, f)) for f in result_fields if _get(item, f) is not None}
+        tool = handler.tool(name, arguments, call_id=_get(item, "id"))
+        status = _get(item, "status")
+        tool.stop(outcome if status == "completed" else f"Error: {name} {status}")
 
 
 class StreamAccumulator:
     """Rebuilds the response from `ResponseStreamEvent`s: the final `response.*` event carries
     it whole; a stream broken before that keeps the items completed so far."""
 
-    def __init__(self, request: ChatRequest) -> None:
+    def __init__(self, request: ChatRequest, invocation: Any = None) -> None:
         self.request = request
+        self.invocation = invocation  # its built-in tool calls are recorded from the final response
         self.final: Any = None
         self.items: list[Any] = []
         self.text: list[str] = []
@@ -165,6 +233,8 @@ class StreamAccumulator:
     def response(self) -> ChatResponse:
         if self.final is not None:
             _remember(self.request, self.final)
+            if self.invocation is not None:
+                safely("responses.built_in_tools", record_built_in_tools, self.invocation, self.final)
             return parse_response(self.final)
         partial = parse_response({"output": self.items, "model": self.model, "id": self.id})
         if partial.content is None and self.text:
@@ -176,22 +246,24 @@ def _request(instance: Any, args: tuple, kwargs: dict[str, Any]) -> ChatRequest:
     return parse_request(kwargs)
 
 
-def _response(invocation: Any, result: Any) -> Any:
+def end_call(invocation: Any, result: Any) -> Any:
     """Stop the invocation with the parsed response (a stream: hand it to a proxy that will);
     `with_raw_response` gives an `APIResponse` whose `parse()` the SDK caches."""
     response = result
     if _get(result, "output") is None and hasattr(result, "http_response") and hasattr(result, "parse"):
         if getattr(result, "_stream", False) or invocation.request.stream:  # (with_streaming_response: no _stream)
             invocation.defer()
-            result.parse = proxied_parse(result.parse, invocation, lambda: StreamAccumulator(invocation.request))
+            result.parse = proxied_parse(result.parse, invocation, lambda: StreamAccumulator(invocation.request, invocation))
             return result
         response = result.parse()
     if _get(response, "output") is None and (hasattr(response, "__aiter__") or hasattr(response, "__iter__")):
         invocation.defer()
-        return wrap_stream(response, invocation, StreamAccumulator(invocation.request), hasattr(response, "__aiter__"))
+        accumulator = StreamAccumulator(invocation.request, invocation)
+        return wrap_stream(response, invocation, accumulator, hasattr(response, "__aiter__"))
     _remember(invocation.request, response)
     invocation.stop(parse_response(response))
+    safely("responses.built_in_tools", record_built_in_tools, invocation, response)
     return result
 
 
-wrapper = chat_wrapper(_request, _response, "openai.responses", responses_replay.build)
+wrapper = chat_wrapper(_request, end_call, "openai.responses", responses_replay.build)

@@ -17,6 +17,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_trace import hashing
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.cost import COST_USD, cost_usd
 from otel_agent_trace.recorder import guards
 from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.model import (
@@ -217,6 +219,10 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
         attributes[GEN_AI_USAGE_INPUT_TOKENS] = response.input_tokens
     if response.output_tokens is not None:
         attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = response.output_tokens
+    cost = safely("chat.cost", cost_usd, response.model or inv.request.model, inv.request.provider,
+                  response.input_tokens, response.output_tokens)
+    if cost is not None:
+        attributes[COST_USD] = cost
     finish = response.finish_reasons[0] if response.finish_reasons else None
     content = inv.handler.content_json([to_semconv(output, finish)])
     if content is not None:

@@ -13,8 +13,9 @@ Faults, for the reliability tests: `{"body": {...}}` is sent as the whole JSON r
 or malformed fields); `{"delay": s}` waits before answering; in a stream, `{"chunk_delay": s}`
 waits between events and `{"break_after": n}` drops the connection after n events (no `[DONE]`).
 `POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py),
-`POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py); a turn's `break_after: N`
-drops any of the three streams after N events.
+`POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py), `POST
+/v1beta/models/{model}:generateContent` (and `:streamGenerateContent`) in the Gemini API's
+(scripted_genai.py); a turn's `break_after: N` drops any of the streams after N events.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
 
-from otel_agent_trace.testing import scripted_anthropic, scripted_responses
+from otel_agent_trace.testing import scripted_anthropic, scripted_genai, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
@@ -168,7 +169,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             with server._lock:
                 server.requests.append(body)
             api = self.path.rstrip("/").rpartition("/")[2]  # completions | responses | messages
-            if api not in ("completions", "responses", "messages"):
+            gemini = scripted_genai.route(self.path)  # (model, streamed) of a Gemini API path
+            if gemini:
+                api, body = "genai", {**body, "model": gemini[0], "messages": scripted_genai.chat_view(body)}
+            if api == "conversations":  # the Responses API's server-side conversations
+                with server._lock:
+                    return self._json(200, scripted_responses.new_conversation(body, server.conversations))
+            if api not in ("completions", "responses", "messages", "genai"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             request = body
             if api == "responses":  # the Responses API: the same scripts, over the whole conversation
@@ -189,6 +196,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             completion = completion_body(turn, body.get("model") or "scripted-model", index, prompt_tokens)
             if api == "responses":
                 return self._respond(request, body["messages"], completion, turn.get("break_after"))
+            if api == "genai":
+                response = scripted_genai.response_body(completion)
+                if not gemini[1]:
+                    return self._json(200, response)
+                parts = scripted_genai.sse(scripted_genai.stream_chunks(response))
+                return self._chunked(parts[:turn["break_after"]] if turn.get("break_after") else parts,
+                                     complete=not turn.get("break_after"))
             if api == "messages":
                 message = scripted_anthropic.message_body(completion)
                 if not request.get("stream"):
@@ -212,7 +226,9 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             """A Responses API answer; `break_after` events into a stream, the connection drops."""
             response = scripted_responses.response_body(completion, request)
             with server._lock:
-                server.conversations[response["id"]] = [*messages, completion["choices"][0]["message"]]
+                for key in (response["id"], scripted_responses.conversation_id(request)):
+                    if key:
+                        server.conversations[key] = [*messages, completion["choices"][0]["message"]]
             if not request.get("stream"):
                 return self._json(200, response)
             self._events(scripted_responses.stream_events(response), break_after)

@@ -3,7 +3,8 @@
 A Responses request is turned into the Chat Completions view the scripts are written against
 (instructions → system, input items → messages, `function_call` items → an assistant message's
 tool calls, `function_call_output` → tool messages), prefixed by the stored conversation of its
-`previous_response_id`, so one script answers both APIs. Each response's conversation is kept
+`previous_response_id` or `conversation` (`POST /v1/conversations` creates one), so one script
+answers both APIs. Each response's conversation is kept
 (like the real API's `store`), and its output is built from the scripted turn.
 """
 
@@ -23,9 +24,24 @@ def _text(content: Any) -> str:
     return content or ""
 
 
+def conversation_id(body: Mapping[str, Any]) -> str | None:
+    """The `conversation` a request continues (an id, or `{"id": ...}`)."""
+    conversation = body.get("conversation")
+    return conversation if isinstance(conversation, str) else (conversation or {}).get("id")
+
+
+def new_conversation(body: Mapping[str, Any], stored: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """`POST /v1/conversations`: a server-side conversation holding the given items."""
+    conversation = {"id": f"conv_scripted_{next(_ids)}", "object": "conversation", "created_at": int(time.time()),
+                    "metadata": body.get("metadata") or {}}
+    stored[conversation["id"]] = chat_view({"input": body.get("items") or []}, {})
+    return conversation
+
+
 def chat_view(body: Mapping[str, Any], stored: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The request's whole conversation as Chat Completions messages."""
-    messages = list(stored.get(body.get("previous_response_id") or "", []))
+    """The request's whole conversation as Chat Completions messages: the stored one of its
+    `previous_response_id` or `conversation`, then its input."""
+    messages = list(stored.get(body.get("previous_response_id") or conversation_id(body) or "", []))
     if body.get("instructions") and not (messages and messages[0]["role"] == "system"):
         messages.insert(0, {"role": "system", "content": body["instructions"]})
     items = body.get("input") or []
@@ -65,6 +81,7 @@ def response_body(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dic
         "instructions": body.get("instructions"), "metadata": {}, "parallel_tool_calls": True,
         "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto", "tools": body.get("tools") or [],
         "previous_response_id": body.get("previous_response_id"),
+        **({"conversation": {"id": conversation_id(body)}} if conversation_id(body) else {}),
         "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
                   "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens_details": {"reasoning_tokens": 0}},

@@ -10,7 +10,7 @@ from otel_agent_trace.analyzer.graph import recovered_by
 from otel_agent_trace.analyzer.lifecycle import SUSPICION
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
 from otel_agent_trace.analyzer.metrics import combine as combine_metrics
-from otel_agent_trace.analyzer.metrics import run_metrics
+from otel_agent_trace.analyzer.metrics import recorded_cost, run_metrics
 from otel_agent_trace.analyzer.spans import Span
 
 
@@ -78,6 +78,8 @@ def run_entry(f: Finding) -> dict[str, Any]:
         "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)} for x in f.fired],
         "errors": [_error(f, s) for s in _ranked(f)],
         "derived_graph": bool(f.graph and f.graph.derived),
+        # addition (issue 12): the recorded agent_trace.usage.cost_usd summed, null unless every call was priced
+        "cost_usd": recorded_cost(run),
     }
 
 
