@@ -9,10 +9,11 @@ import subprocess
 import sys
 
 import anthropic
-import genai_prices
 import pytest
 import support_agent
 from span_helpers import attrs
+
+genai_prices = pytest.importorskip("genai_prices")  # the `cost` extra (Python 3.11+)
 
 COST = "agent_trace.usage.cost_usd"
 HEALTHY = support_agent.TICKETS[0]
