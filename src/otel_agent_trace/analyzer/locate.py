@@ -88,6 +88,8 @@ class Finding:
     readers: dict[str, Span] = field(default_factory=dict)
     # the run ended with an answer that depends on an unrecovered, proven error (status `suspect`)
     answer_suspect: bool = False
+    # the sub-agent the origin is in, when the failure was followed across agents (delegation.py)
+    origin_agent: str | None = None
 
 
 def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
@@ -111,10 +113,12 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
     return fired[0].span, fired
 
 
-def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
+def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None) -> Finding:
+    """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
+    carried an error (analyzer/delegation.py): origins of this run."""
     rules = list(BUILTIN_RULES) if rules is None else rules
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
-    life = compute(run, graph)
+    life = compute(run, graph, delegated)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
     recovered = life.recovered
