@@ -338,13 +338,36 @@ support_agent.check_reply(support_agent.TICKETS[1], ask(supervisor, support_agen
 """
 
 
-def test_zero_code_origin_found_in_the_sub_agent(tmp_path):
+ROUTER = """
+import support_agent, langgraph_agent
+from langgraph.graph import END, START, MessagesState, StateGraph
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
+graph = StateGraph(MessagesState)
+graph.add_node("desk", langgraph_agent.build_agent(server.base_url, name="refund_desk"))
+graph.add_edge(START, "desk")
+graph.add_edge("desk", END)
+router = graph.compile(name="supervisor")
+reply = router.invoke({"messages": [("user", support_agent.TICKETS[1])]})["messages"][-1].content
+support_agent.check_reply(support_agent.TICKETS[1], reply)
+"""
+
+
+@pytest.mark.parametrize("delegation", ["tool", "node"])
+def test_zero_code_origin_found_in_the_sub_agent(tmp_path, delegation):
     """The supervisor fails (its answer lacks an amount); the analyzer follows the failure through
-    the tool that delegated into the refund desk's run, to its empty lookup."""
+    the span that delegated (the supervisor's tool, or the graph whose node the sub-agent is) into
+    the refund desk's run, to its empty lookup."""
     from pathlib import Path
 
-    proc, traces = run_instrumented(MULTI_AGENT.format(tests=str(Path(__file__).parent)), tmp_path)
+    script = MULTI_AGENT.format(tests=str(Path(__file__).parent)) if delegation == "tool" else ROUTER
+    proc, traces = run_instrumented(script, tmp_path)
     assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    spans = {s["spanId"]: s for _, s in spans_of(traces)}
+    [inner] = [s for s in spans.values() if s["name"] == "invoke_agent refund_desk"]
+    delegating = spans[inner["parentSpanId"]]
+    assert [(link["spanId"], attributes(link)["agent_trace.link.relation"]) for link in inner["links"]] == [
+        (delegating["spanId"], "delegated_to")]
     report = analyze(traces)
     supervisor = next(r for r in report["runs"] if r["agent"] == "supervisor")
     desk = next(r for r in report["runs"] if r["agent"] == "refund_desk")
@@ -356,5 +379,6 @@ def test_zero_code_origin_found_in_the_sub_agent(tmp_path):
     relations = [h["relation"] for h in supervisor["chain"]]
     names = [h["span_name"] for h in supervisor["chain"]]
     joint = relations.index("delegated_to")
-    assert names[joint] == "agent_step 2" and names[joint + 1] == "execute_tool ask_refund_desk"
+    assert names[joint] == "agent_step 2" and names[joint + 1] == delegating["name"]
+    assert names[-1] == "invoke_agent supervisor"
     assert supervisor["chain"][0]["phase"] == "origin" and supervisor["chain"][-1]["phase"] == "critical"

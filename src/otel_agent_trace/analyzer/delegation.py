@@ -19,7 +19,7 @@ from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.model import Phase, Relation
 
-_PROPAGATE = Phase.PROPAGATE.value
+_PROPAGATE, _CRITICAL = Phase.PROPAGATE.value, Phase.CRITICAL.value
 DELEGATED_TO = Relation.DELEGATED_TO.value
 
 
@@ -48,7 +48,11 @@ def follow(finding: Finding, delegated: dict[str, Finding]) -> None:
     if sub is None or sub.origin is None:
         return
     inner = [*sub.chain[:-1], replace(sub.chain[-1], phase=_PROPAGATE, relation=DELEGATED_TO)] if sub.chain else []
-    outer = [replace(finding.chain[0], phase=_PROPAGATE, error_type=None), *finding.chain[1:]] if finding.chain else []
+    outer = finding.chain
+    if len(outer) > 1:
+        outer = [replace(outer[0], phase=_PROPAGATE, error_type=None), *outer[1:]]
+    elif outer:  # the run delegated from its own span: the joint is the critical hop itself
+        outer = [replace(outer[0], phase=_CRITICAL, error_type=finding.critical_error_type or outer[0].error_type)]
     finding.chain = inner + outer
     if finding.chains:
         finding.chains[0] = finding.chain
