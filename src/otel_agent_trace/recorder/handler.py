@@ -125,16 +125,23 @@ class Handler:
             stale = self._over(thread, own)
             run = RunInvocation(self, None, True)
             run.thread = thread
-            self._open[id(run)] = run
-            while len(self._open) > _MAX_OPEN_IMPLICIT:
-                stale.append(self._open.pop(next(iter(self._open))))
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
-                self._sweeper.start()
+            stale += self._keep_open(run)
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
         return run
+
+    def _keep_open(self, run: RunInvocation) -> list[RunInvocation]:
+        """Add `run` to the open runs (call with `_open_lock` held); the oldest beyond the bound,
+        to be ended by the caller. Starts the idle sweeper."""
+        self._open[id(run)] = run
+        stale = []
+        while len(self._open) > _MAX_OPEN_IMPLICIT:
+            stale.append(self._open.pop(next(iter(self._open))))
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
+            self._sweeper.start()
+        return stale
 
     def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
         """The open implicit runs the program shows to be over (call with `_open_lock` held): those
@@ -190,13 +197,7 @@ class Handler:
         run.last_active_ns = now
         run.thread = threading.get_ident()
         with self._open_lock:
-            self._open[id(run)] = run
-            stale = []
-            while len(self._open) > _MAX_OPEN_IMPLICIT:
-                stale.append(self._open.pop(next(iter(self._open))))
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
-                self._sweeper.start()
+            stale = self._keep_open(run)
         for old in stale:
             self.end_run(old)
 
