@@ -130,8 +130,11 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
                                 "(with the failed attempts it retried) the run's failure")
     finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
     live_ids = life.origins - recovered
-    finding.errors = sorted((run.spans[s] for s in live_ids if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
-    for sid in life.origins:
+    # (a span that delegated to a sub-agent is an origin here only to be walked to: the error is the
+    # sub-run's, listed there)
+    own = live_ids - delegated.keys() if delegated else live_ids
+    finding.errors = sorted((run.spans[s] for s in own if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
+    for sid in life.origins - (delegated.keys() if delegated else set()):
         reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
         if reader is not None:
             finding.readers[sid] = reader
