@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -382,3 +384,6 @@ def test_zero_code_origin_found_in_the_sub_agent(tmp_path, delegation):
     assert names[joint] == "agent_step 2" and names[joint + 1] == delegating["name"]
     assert names[-1] == "invoke_agent supervisor"
     assert supervisor["chain"][0]["phase"] == "origin" and supervisor["chain"][-1]["phase"] == "critical"
+    text = subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", str(traces)],
+                          capture_output=True, text=True, timeout=120).stdout
+    assert "in sub-agent refund_desk" in text
