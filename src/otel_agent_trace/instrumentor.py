@@ -22,6 +22,7 @@ from otel_agent_trace.frameworks import mcp as mcp_framework
 from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
 from otel_agent_trace.frameworks import smolagents as smolagents_framework
 from otel_agent_trace.frameworks import openai_agents as agents_framework
+from otel_agent_trace.frameworks import langchain as langchain_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
@@ -33,6 +34,13 @@ from otel_agent_trace.tools.decorator import wrap_tool
 
 # keywords other instrumentors accept, which callers pass to all of them alike
 _OTHER_PROVIDERS = ("meter_provider", "logger_provider", "event_logger_provider")
+
+# each framework module's patch targets: module name -> [("Class.method", our wrapper)]
+_FRAMEWORK_PATCHES: dict[str, list[tuple[str, Any]]] = {}
+for _patches in (mcp_framework.TARGETS, langchain_framework.TARGETS, pydantic_ai_framework.PATCHES,
+                 smolagents_framework.PATCHES):
+    for _module, _targets in _patches.items():
+        _FRAMEWORK_PATCHES.setdefault(_module, []).extend(_targets.items() if isinstance(_targets, dict) else _targets)
 
 
 def _resolve(owner: Any, dotted: str) -> tuple[Any, str]:
@@ -75,9 +83,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
-        for module in mcp_framework.TARGETS:
-            wrapt.register_post_import_hook(self._patch_mcp, module)
-        for module in (*pydantic_ai_framework.PATCHES, *smolagents_framework.PATCHES):
+        for module in _FRAMEWORK_PATCHES:
             wrapt.register_post_import_hook(self._patch_framework, module)
         wrapt.register_post_import_hook(self._patch_openai_agents, agents_framework.MODULE)
         for module in (genai_provider.MODULE, genai_provider.TOOLS_MODULE):
@@ -118,13 +124,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for target, wrapper in litellm_provider.TARGETS.items():
             self._patch_client(module, (target,), wrapper)
 
-    def _patch_mcp(self, module: Any) -> None:
-        for target, wrapper in mcp_framework.TARGETS[module.__name__].items():
-            self._patch_client(module, (target,), wrapper)
-
     def _patch_framework(self, module: Any) -> None:
-        patches = {**pydantic_ai_framework.PATCHES, **smolagents_framework.PATCHES}
-        for target, wrapper in patches[module.__name__]:
+        for target, wrapper in _FRAMEWORK_PATCHES[module.__name__]:
             self._patch_client(module, (target,), wrapper)
 
     def _patch_openai_agents(self, module: Any) -> None:

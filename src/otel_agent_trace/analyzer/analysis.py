@@ -25,14 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from otel_agent_trace.analyzer import delegation
 from otel_agent_trace.analyzer.classify import classify
-from otel_agent_trace.analyzer.delegation import follow_delegations
 from otel_agent_trace.analyzer.locate import Finding, locate
 from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.readers.sources import UnreadableInput
 from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
-from otel_agent_trace.analyzer.runs import trace_runs
+from otel_agent_trace.analyzer.runs import Run, trace_runs
 from otel_agent_trace.analyzer.spans import InputReport, Span
 from otel_agent_trace.model import DEPENDS_ON
 
@@ -391,14 +391,13 @@ def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[
     convention = normalize_trace(list(by_id.values()))  # (rewrites attributes, never parents)
     if convention and normalized is not None:
         normalized[convention] = normalized.get(convention, 0) + 1
-    findings = []
-    for run in trace_runs(spans[0].trace_id, by_id, children):
-        finding = locate(run, rules)
-        classify(finding)
-        findings.append(finding)
-    if len(findings) > 1:
-        follow_delegations(findings)  # a failure followed into the sub-agent it began in
-    yield from findings
+    def located(run: Run, delegated: dict[str, Finding]) -> Finding:
+        finding = locate(run, rules, {sid: f.origin_error_type or "" for sid, f in delegated.items()})
+        if finding.origin is None or finding.origin.span_id not in delegated:
+            classify(finding)  # (one followed into a sub-agent takes the sub-agent's class)
+        return finding
+
+    yield from delegation.located(trace_runs(spans[0].trace_id, by_id, children), located)
 
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,

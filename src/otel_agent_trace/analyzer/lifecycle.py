@@ -233,8 +233,9 @@ def tool_definitions(run: Run) -> dict[str, Any] | None:
     return declared if found else None
 
 
-def compute(run: Run, graph: Graph) -> Lifecycle:
-    """A run's lifecycle, pass by pass (each pass's docstring says what it adds)."""
+def compute(run: Run, graph: Graph, delegated: dict[str, str] | None = None) -> Lifecycle:
+    """A run's lifecycle, pass by pass (each pass's docstring says what it adds); `delegated`:
+    span id -> error type of the spans whose sub-agent answered on an error (origins here)."""
     life = Lifecycle()
     has_definitions, restating, raised_others = _recorded(run, life)
     definitions = tool_definitions(run) if has_definitions else None
@@ -247,6 +248,9 @@ def compute(run: Run, graph: Graph) -> Lifecycle:
     _fabricated(run, life)
     _unsupported_answer(run, life, definitions)
     _retries(run, graph, life)
+    for span_id, error_type in (delegated or {}).items():
+        if span_id in run.spans:
+            _derived_origin(life, run.spans[span_id], error_type, "its sub-agent's answer carried an error", False)
     _propagate(graph, life, run)
     return life
 

@@ -89,6 +89,8 @@ class Finding:
     readers: dict[str, Span] = field(default_factory=dict)
     # the run ended with an answer that depends on an unrecovered, proven error (status `suspect`)
     answer_suspect: bool = False
+    # the sub-agent the origin is in, when the failure was followed across agents (delegation.py)
+    origin_agent: str | None = None
 
 
 def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
@@ -112,10 +114,12 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
     return fired[0].span, fired
 
 
-def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
+def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None) -> Finding:
+    """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
+    carried an error (analyzer/delegation.py): origins of this run."""
     rules = list(BUILTIN_RULES) if rules is None else rules
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
-    life = compute(run, graph)
+    life = compute(run, graph, delegated)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
     recovered = life.recovered
@@ -127,8 +131,11 @@ def locate(run: Run, rules: list[Rule] | None = None) -> Finding:
                                 "(with the failed attempts it retried) the run's failure")
     finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
     live_ids = life.origins - recovered
-    finding.errors = sorted((run.spans[s] for s in live_ids if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
-    for sid in life.origins:
+    # (a span that delegated to a sub-agent is an origin here only to be walked to: the error is the
+    # sub-run's, listed there)
+    own = live_ids - delegated.keys() if delegated else live_ids
+    finding.errors = sorted((run.spans[s] for s in own if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
+    for sid in life.origins - (delegated.keys() if delegated else set()):
         reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
         if reader is not None:
             finding.readers[sid] = reader

@@ -116,8 +116,8 @@ class AgentsProcessor:
             delegation = None
         root = delegation is None and current_explicit() is None
         if root:
-            handler.end_held()  # this thread's previous answered run is over
-        run = handler.run(data.name, delegated_from=delegation.step if delegation else None)
+            handler.end_answered_runs()  # this thread's previous answered run is over
+        run = handler.run(data.name, delegated_by=delegation.step if delegation else None)
         if not isinstance(run, RunInvocation):
             return
         token = explicit_run.set(run)
@@ -150,7 +150,7 @@ class AgentsProcessor:
             elif agent.root:
                 handler = installed_handler()
                 if handler is not None:
-                    handler.hold(agent.run)
+                    handler.linger(agent.run)
                 else:
                     agent.run.stop()
             else:

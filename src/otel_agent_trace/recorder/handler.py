@@ -66,13 +66,13 @@ class Handler:
 
     # --- invocations ----------------------------------------------------------------------------
     def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None,
-            delegated_from: trace.Span | None = None) -> Invocation:
+            delegated_by: trace.Span | None = None) -> Invocation:
         """An explicit run: `with handler.run("name"):` records everything inside as one run.
-        `delegated_from`: the step span of another run that handed the work to this one (a
+        `delegated_by`: the step or tool span of another run that handed the work to this one (a
         sub-agent): the run nests under it with a `delegated_to` link."""
         if not self.enabled:
             return NoInvocation()
-        run = safely("run.start", RunInvocation, self, name, False, validate, delegated_from)
+        run = safely("run.start", RunInvocation, self, name, False, validate, delegated_by)
         return run if run is not None else NoInvocation()
 
     def chat(self, request: ChatRequest) -> Invocation:
@@ -131,42 +131,23 @@ class Handler:
             stale = self._over(thread, own)
             run = RunInvocation(self, None, True)
             run.thread = thread
-            self._open[id(run)] = run
-            while len(self._open) > _MAX_OPEN_IMPLICIT:
-                stale.append(self._open.pop(next(iter(self._open))))
-            self._ensure_sweeper()
+            stale += self._keep_open(run)
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
         return run
 
-    def _ensure_sweeper(self) -> None:
-        """Start the idle sweeper if it is not running (call with `_open_lock` held)."""
+    def _keep_open(self, run: RunInvocation) -> list[RunInvocation]:
+        """Add `run` to the open runs (call with `_open_lock` held); the oldest beyond the bound,
+        to be ended by the caller. Starts the idle sweeper."""
+        self._open[id(run)] = run
+        stale = []
+        while len(self._open) > _MAX_OPEN_IMPLICIT:
+            stale.append(self._open.pop(next(iter(self._open))))
         if self._sweeper is None:
             self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
             self._sweeper.start()
-
-    def hold(self, run: RunInvocation) -> None:
-        """A framework's run that gave its answer stays open like an answered implicit run: until
-        its thread starts another run, `run_idle_seconds` pass or the process exits, so that an
-        uncaught exception in between (the host rejecting the answer) fails it, `critical`."""
-        if run.ended:
-            return
-        with self._open_lock:
-            if run.answered_ns is None:
-                run.answered_ns = time.time_ns()
-            if run.thread is None:
-                run.thread = threading.get_ident()
-            self._open[id(run)] = run
-            self._ensure_sweeper()
-
-    def end_held(self, thread: int | None = None) -> None:
-        """End the answered runs this thread left open (it starts another run)."""
-        thread = threading.get_ident() if thread is None else thread
-        with self._open_lock:
-            over = self._over(thread)
-        for run in over:
-            safely("run.end", self.end_run, run)
+        return stale
 
     def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
         """The open implicit runs the program shows to be over (call with `_open_lock` held): those
@@ -211,6 +192,28 @@ class Handler:
             if (call_ids and not call_ids.isdisjoint(run.pending)) or (run.last_output_hash in present):
                 return run
         return None
+
+    def linger(self, run: RunInvocation) -> None:
+        """A framework's agent invocation returned: its run stays open like an answered implicit
+        run (ended by the next run of its thread, idleness or the program's end), so that an
+        exception the program raises about the answer still marks it failed."""
+        self.end_answered_runs()
+        now = time.time_ns()
+        run.answered_ns = run.answered_ns or now
+        run.last_active_ns = now
+        run.thread = threading.get_ident()
+        with self._open_lock:
+            stale = self._keep_open(run)
+        for old in stale:
+            self.end_run(old)
+
+    def end_answered_runs(self) -> None:
+        """End the open runs of this thread that answered: it starts another one."""
+        thread = threading.get_ident()
+        with self._open_lock:
+            over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
+        for run in over:
+            self.end_run(run)
 
     def end_run(self, run: RunInvocation, exc: BaseException | None = None) -> None:
         """End an implicit run: at its last activity when it ended well, now when it failed."""

@@ -49,7 +49,7 @@ class RunInvocation(Invocation):
     kind = "run"
 
     def __init__(self, handler: "Handler", name: str | None, implicit: bool,
-                 validate: Callable[[str], Any] | None = None, delegated_from: trace.Span | None = None):
+                 validate: Callable[[str], Any] | None = None, delegated_by: Any = None):
         super().__init__()
         self.handler = handler
         self.name = name
@@ -60,16 +60,17 @@ class RunInvocation(Invocation):
             attributes[GEN_AI_AGENT_NAME] = name
         if implicit:
             attributes[RUN_IMPLICIT] = True
-        # a child of whatever span is current (an HTTP server span, ...); a sub-run is the child of
-        # the step that delegated to it, linked to it (`delegated_to`)
-        context, dependencies = None, Dependencies()
-        if delegated_from is not None:
-            context = trace.set_span_in_context(delegated_from)
-            dependencies.add(delegated_from.get_span_context(), Relation.DELEGATED_TO)
-            attributes.update(dependencies.attributes())
+        # a child of whatever span is current (an HTTP server span, ...); a sub-agent's run is a
+        # child of the step or tool that delegated to it, linked `delegated_to` (delegation.py)
+        parent, links = None, None
+        if delegated_by is not None:
+            deps = Dependencies()
+            deps.add(delegated_by.get_span_context(), Relation.DELEGATED_TO)
+            attributes.update(deps.attributes())
+            parent, links = trace.set_span_in_context(delegated_by), deps.links()
         self.span = handler.tracer.start_span(
-            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, context=context, kind=SpanKind.INTERNAL,
-            attributes=attributes, links=dependencies.links())
+            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, context=parent, kind=SpanKind.INTERNAL,
+            attributes=attributes, links=links)
         self.started = time.monotonic()
         self.steps: list[StepState] = []
         self.open_step: StepState | None = None
@@ -148,11 +149,6 @@ class RunInvocation(Invocation):
         if step is not None:
             self.open_step = None
             step.span.end(end_time=end_ns)
-
-    def open_calls(self) -> list[PendingCall]:
-        """The tool calls the model requested that no tool has run yet, oldest first."""
-        with self.lock:
-            return [p for p in self.pending.values() if p.record is None]
 
     def step_for_call(self, call_id: str | None) -> StepState | None:
         pending = self.pending.get(call_id) if call_id else None

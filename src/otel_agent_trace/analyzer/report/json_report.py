@@ -62,6 +62,7 @@ def run_entry(f: Finding) -> dict[str, Any]:
             "tool": tool_name(f.origin),
             "error_type": f.origin_error_type,
             "span_name": f.origin.name,
+            "agent": f.origin_agent or run.agent,
         },
         "chain": _hops(f.chain),
         "bug_class": f.bug_class,

@@ -71,7 +71,8 @@ def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
             lines.append(f"  bug class: {paint(run['bug_class'], CLASS_COLOR.get(run['bug_class']))}")
     else:
         lines.append(f"  origin   : {paint(_where(origin), PHASE_COLOR['origin'])}  {origin['error_type']}  "
-                     f"(span {origin['span_id']}){_confidence(run)}")
+                     f"(span {origin['span_id']}){_confidence(run)}"
+                     + (f"  in sub-agent {origin['agent']}" if origin.get("agent") not in (None, run["agent"]) else ""))
         bug = run["bug_class"] or "unknown"
         lines.append(f"  bug class: {paint(bug, CLASS_COLOR.get(bug))}")
         lines.append("  chain    :")

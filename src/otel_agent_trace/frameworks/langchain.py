@@ -1,0 +1,194 @@
+"""LangChain tools and LangGraph graphs, with no code change.
+
+* `BaseTool.run` / `arun` (what `tool.invoke(tool_call)`, LangGraph's `ToolNode` and
+  `create_react_agent` / `create_agent` call): an explicit `execute_tool` span where the tool
+  really runs, with the `tool_call_id` LangChain passes, so the result is never inferred again.
+  A tool error LangChain turns into an `error` ToolMessage (`handle_tool_error`) fails the span
+  with a `ToolException` carrying that message.
+* `Pregel.invoke` / `ainvoke` / `stream` / `astream` (every compiled LangGraph graph): one run
+  named after the graph (`name=` of `create_react_agent` or `compile`), so `gen_ai.agent.name`
+  is the agent's. A graph invoked while another run is current (a sub-agent called as a tool or
+  as a node of a supervisor graph) is that run's sub-agent: nested and linked `delegated_to`
+  (recorder/delegation.py).
+
+Model calls are not wrapped here: `langchain-openai` (and anthropic, litellm) call the client we
+already patch, so each model call is exactly one chat span, and the request's tool definitions
+are the bound tools' schemas. A LangGraph model node is the step its chat call opens.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.recorder.delegation import agent_run, resume
+from otel_agent_trace.recorder.handler import installed_handler
+from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+
+TOOLS_MODULE = "langchain_core.tools.base"
+GRAPH_MODULE = "langgraph.pregel.main"
+
+# the graph whose run this context is inside: its own invoke -> stream is not a second run
+_graph: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_langgraph", default=None)
+
+
+# --- tools ----------------------------------------------------------------------------------------
+def _tool_begin(instance: Any, args: tuple, kwargs: dict) -> Invocation:
+    handler = installed_handler()
+    if handler is None:
+        return NoInvocation()
+    tool_input = args[0] if args else kwargs.get("tool_input")
+    return handler.tool(getattr(instance, "name", None) or type(instance).__name__, tool_input,
+                        kwargs.get("tool_call_id"))
+
+
+def _text(content: Any) -> Any:
+    """A message's content as text: content blocks' text joined (other blocks as they are)."""
+    if isinstance(content, list) and all(isinstance(b, (str, dict)) for b in content):
+        parts = [b if isinstance(b, str) else b.get("text") for b in content]
+        if all(isinstance(p, str) for p in parts):
+            return "\n".join(parts)  # type: ignore[arg-type]
+    return content
+
+
+def _tool_end(invocation: Invocation, output: Any) -> None:
+    status = getattr(output, "status", None)
+    content = getattr(output, "content", output) if hasattr(output, "tool_call_id") else output
+    if status == "error":
+        from langchain_core.tools import ToolException
+
+        invocation.fail(ToolException(_text(content)))
+    else:
+        invocation.stop(_text(content))
+
+
+def _begin_tool(instance: Any, args: tuple, kwargs: dict) -> Invocation:
+    return safely("langchain tool.begin", _tool_begin, instance, args, kwargs) or NoInvocation()
+
+
+def tool_run(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    with _begin_tool(instance, args, kwargs) as invocation:
+        output = wrapped(*args, **kwargs)
+        safely("langchain tool.end", _tool_end, invocation, output)
+    return output
+
+
+async def tool_arun(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    with _begin_tool(instance, args, kwargs) as invocation:
+        output = await wrapped(*args, **kwargs)
+        safely("langchain tool.end", _tool_end, invocation, output)
+    return output
+
+
+# --- graphs ---------------------------------------------------------------------------------------
+def _graph_run(instance: Any) -> Invocation | None:
+    """The run of this graph invocation, or None when it is already the run of this context."""
+    if _graph.get() is instance:
+        return None
+    return agent_run(installed_handler(), getattr(instance, "name", None) or type(instance).__name__)
+
+
+class _Inside:
+    """The graph's run current, and the graph marked, while its code runs."""
+
+    def __init__(self, invocation: Invocation, instance: Any):
+        self.invocation, self.instance = invocation, instance
+        self._tokens: list[Any] = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(_graph.set(self.instance))
+        self._resume = resume(self.invocation)
+        self._resume.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._resume.__exit__(None, None, None)
+        _graph.reset(self._tokens.pop())
+
+
+def graph_invoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    invocation = _graph_run(instance)
+    if invocation is None:
+        return wrapped(*args, **kwargs)
+    try:
+        with _Inside(invocation, instance):
+            result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        invocation.fail(exc)
+        raise
+    invocation.stop()
+    return result
+
+
+async def graph_ainvoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    invocation = _graph_run(instance)
+    if invocation is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        with _Inside(invocation, instance):
+            result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        invocation.fail(exc)
+        raise
+    invocation.stop()
+    return result
+
+
+def graph_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    invocation = _graph_run(instance)
+    if invocation is None:
+        return wrapped(*args, **kwargs)
+    return _streamed(invocation, instance, wrapped(*args, **kwargs))
+
+
+def graph_astream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    invocation = _graph_run(instance)
+    if invocation is None:
+        return wrapped(*args, **kwargs)
+    return _astreamed(invocation, instance, wrapped(*args, **kwargs))
+
+
+def _streamed(invocation: Invocation, instance: Any, stream: Any) -> Any:
+    """The graph's stream, its run current around each resumption only (never across a yield)."""
+    try:
+        while True:
+            with _Inside(invocation, instance):
+                try:
+                    item = next(stream)
+                except StopIteration:
+                    break
+            yield item
+    except GeneratorExit:  # the caller stopped reading: the run ends there
+        stream.close()
+        invocation.stop()
+        raise
+    except BaseException as exc:
+        invocation.fail(exc)
+        raise
+    invocation.stop()
+
+
+async def _astreamed(invocation: Invocation, instance: Any, stream: Any) -> Any:
+    try:
+        while True:
+            with _Inside(invocation, instance):
+                try:
+                    item = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+            yield item
+    except GeneratorExit:
+        await stream.aclose()
+        invocation.stop()
+        raise
+    except BaseException as exc:
+        invocation.fail(exc)
+        raise
+    invocation.stop()
+
+
+TARGETS = {
+    TOOLS_MODULE: {"BaseTool.run": tool_run, "BaseTool.arun": tool_arun},
+    GRAPH_MODULE: {"Pregel.invoke": graph_invoke, "Pregel.ainvoke": graph_ainvoke,
+                   "Pregel.stream": graph_stream, "Pregel.astream": graph_astream},
+}
