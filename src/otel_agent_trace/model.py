@@ -111,6 +111,7 @@ class Relation(str, enum.Enum):
     DATA = "data"
     RESOURCE = "resource"
     RETRY_OF = "retry_of"
+    DELEGATED_TO = "delegated_to"  # a sub-agent's run -> the step or tool that delegated to it
 
 
 STRONG_RELATIONS = frozenset({Relation.DECIDED_BY.value, Relation.DATA.value, Relation.RESOURCE.value})

@@ -180,6 +180,34 @@ class Handler:
                 return run
         return None
 
+    def linger(self, run: RunInvocation) -> None:
+        """A framework's agent invocation returned: its run stays open like an answered implicit
+        run (ended by the next run of its thread, idleness or the program's end), so that an
+        exception the program raises about the answer still marks it failed."""
+        self.end_answered_runs()
+        now = time.time_ns()
+        run.answered_ns = run.answered_ns or now
+        run.last_active_ns = now
+        run.thread = threading.get_ident()
+        with self._open_lock:
+            self._open[id(run)] = run
+            stale = []
+            while len(self._open) > _MAX_OPEN_IMPLICIT:
+                stale.append(self._open.pop(next(iter(self._open))))
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="otel-agent-trace-runs", daemon=True)
+                self._sweeper.start()
+        for old in stale:
+            self.end_run(old)
+
+    def end_answered_runs(self) -> None:
+        """End the open runs of this thread that answered: it starts another one."""
+        thread = threading.get_ident()
+        with self._open_lock:
+            over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
+        for run in over:
+            self.end_run(run)
+
     def end_run(self, run: RunInvocation, exc: BaseException | None = None) -> None:
         """End an implicit run: at its last activity when it ended well, now when it failed."""
         with self._open_lock:

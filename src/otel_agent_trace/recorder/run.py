@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_trace import hashing
@@ -32,8 +33,10 @@ from otel_agent_trace.model import (
     ChatRequest,
     ErrorType,
     Phase,
+    Relation,
 )
 from otel_agent_trace.recorder.invocation import Invocation
+from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.state import PendingCall, StepState, ToolRecord, explicit_run
 
 if TYPE_CHECKING:
@@ -46,7 +49,7 @@ class RunInvocation(Invocation):
     kind = "run"
 
     def __init__(self, handler: "Handler", name: str | None, implicit: bool,
-                 validate: Callable[[str], Any] | None = None):
+                 validate: Callable[[str], Any] | None = None, delegated_by: Any = None):
         super().__init__()
         self.handler = handler
         self.name = name
@@ -57,9 +60,17 @@ class RunInvocation(Invocation):
             attributes[GEN_AI_AGENT_NAME] = name
         if implicit:
             attributes[RUN_IMPLICIT] = True
-        # a child of whatever span is current (an HTTP server span, ...)
+        # a child of whatever span is current (an HTTP server span, ...); a sub-agent's run is a
+        # child of the step or tool that delegated to it, linked `delegated_to` (delegation.py)
+        parent, links = None, None
+        if delegated_by is not None:
+            deps = Dependencies()
+            deps.add(delegated_by.get_span_context(), Relation.DELEGATED_TO)
+            attributes.update(deps.attributes())
+            parent, links = trace.set_span_in_context(delegated_by), deps.links()
         self.span = handler.tracer.start_span(
-            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, kind=SpanKind.INTERNAL, attributes=attributes)
+            f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, context=parent, kind=SpanKind.INTERNAL,
+            attributes=attributes, links=links)
         self.started = time.monotonic()
         self.steps: list[StepState] = []
         self.open_step: StepState | None = None
