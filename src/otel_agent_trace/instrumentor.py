@@ -16,6 +16,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
+from otel_agent_trace.frameworks import llama_index as llama_index_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
@@ -66,6 +67,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
+        for module in llama_index_framework.TARGETS:
+            wrapt.register_post_import_hook(self._patch_llama_index, module)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -97,6 +100,10 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _patch_litellm(self, module: Any) -> None:
         for target, wrapper in litellm_provider.TARGETS.items():
+            self._patch_client(module, (target,), wrapper)
+
+    def _patch_llama_index(self, module: Any) -> None:
+        for target, wrapper in llama_index_framework.TARGETS[module.__name__].items():
             self._patch_client(module, (target,), wrapper)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
