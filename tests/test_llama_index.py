@@ -42,6 +42,12 @@ def _tools(*functions):
     return [FunctionTool.from_defaults(fn=fn) for fn in functions]
 
 
+def _tools_async(*functions):
+    from llama_index.core.tools import FunctionTool
+
+    return [FunctionTool.from_defaults(async_fn=fn) for fn in functions]
+
+
 def _run(agent, ticket):
     async def go():
         return await agent.run(ticket)
@@ -192,6 +198,36 @@ def test_agent_workflow_is_one_run_named_after_its_root_agent(instrument):
     assert [t.name for t in traced.named("execute_tool")] == ["execute_tool handoff", "execute_tool lookup_order"]
     assert all(attrs(t)["agent_trace.tool.source"] == "explicit" for t in traced.named("execute_tool"))
     assert len(traced.named("chat")) == 3 and {s.context.trace_id for s in traced.spans} == {run.context.trace_id}
+
+
+def test_an_agent_called_from_a_tool_is_a_sub_agent_run_under_it(instrument):
+    """An agent whose tool runs another agent: the inner agent's run nests under that tool span,
+    linked `delegated_to`, and its own tools (the empty lookup) are recorded in its run."""
+    from llama_index.core.agent.workflow import FunctionAgent
+
+    scripts = {**support_agent.SCRIPTS, "front desk": [
+        {"tool_calls": [_call("ask_refunds", question="refund for order A10O2")]},
+        {"content": "The refunds desk says there is nothing to refund."}]}
+    with ScriptedOpenAIServer(scripts) as server:
+        traced = instrument()
+        refunds = llama_index_agent.make_agent(server.base_url, name="refunds")
+
+        async def ask_refunds(question: str) -> str:
+            """Ask the refunds desk."""
+            return str(await refunds.run(question))
+
+        front = FunctionAgent(name="front", tools=_tools_async(ask_refunds), llm=_llm(server))
+        assert "nothing to refund" in str(_run(front, "front desk: a refund please"))
+    outer, inner = traced.runs()
+    assert (attrs(outer)["gen_ai.agent.name"], attrs(inner)["gen_ai.agent.name"]) == ("front", "refunds")
+    [ask] = [t for t in traced.named("execute_tool") if t.name == "execute_tool ask_refunds"]
+    assert inner.parent.span_id == ask.context.span_id
+    assert [(link.context.span_id, link.attributes["agent_trace.link.relation"]) for link in inner.links] == [
+        (ask.context.span_id, "delegated_to")]
+    assert [s.name for s in traced.children(inner)] == ["agent_step 0", "agent_step 1", "agent_step 2"]
+    [lookup] = [t for t in traced.named("execute_tool") if t.name == "execute_tool lookup_order"]
+    assert lookup in _subtree(traced, inner) and attrs(lookup)["agent_trace.tool.outcome"] == "empty_result"
+    assert attrs(ask)["agent_trace.tool.outcome"] == "ok"
 
 
 def test_concurrent_runs_in_tasks_and_threads_never_mix(instrument, demo_server):
