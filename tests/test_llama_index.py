@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,7 @@ from stacks.zero_code import analyze, attributes, run_instrumented, spans_of  # 
 
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
 
 
@@ -259,6 +263,41 @@ def test_concurrent_runs_in_tasks_and_threads_never_mix(instrument, demo_server)
         assert json.loads(attrs(calc)["gen_ai.tool.call.arguments"])["order_id"] == order  # one conversation
         order_ids.append(order)
     assert sorted(order_ids) == sorted(["A1001", "A10O2"] * (2 * len(tickets)))
+
+
+LATE_IMPORT = """
+import asyncio, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+import otel_agent_trace, support_agent
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+for _ in range(5):   # each instrument() registers import hooks; llama-index is imported only after
+    AgentTraceInstrumentor().instrument(tracer_provider=provider)
+    AgentTraceInstrumentor().uninstrument()
+AgentTraceInstrumentor().instrument(tracer_provider=provider)
+import llama_index_agent
+with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
+    llama_index_agent.handle_ticket(llama_index_agent.make_agent(server.base_url), support_agent.TICKETS[0])
+otel_agent_trace.end_implicit_runs()
+names = [s.name for s in exporter.get_finished_spans()]
+print(names.count("invoke_agent support"), len([n for n in names if n.startswith("execute_tool")]))
+"""
+
+
+def test_imported_after_repeated_instrumentation_it_is_wrapped_once(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(LATE_IMPORT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "examples"), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "2"]  # one run, two tools: no stacked wrappers
 
 
 ZERO_CODE = """

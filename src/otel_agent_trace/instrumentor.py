@@ -112,6 +112,12 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         if not self._active:
             return
         for target in targets:
+            if safely(f"check {target}", _on_top, module, target, wrapper):
+                # the hooks of earlier instrument() calls fire too when the module is imported
+                # late: wrap once (a second copy of a run wrapper would open a second run)
+                if (module, target, wrapper) not in self._client_targets:
+                    self._client_targets.append((module, target, wrapper))
+                continue
             patched = safely(f"patch {module.__name__} {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
             if patched is not None:
                 self._client_targets.append((module, target, wrapper))
@@ -126,8 +132,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         if not self._active or config_module.current().coexist == "off":
             return
         for module, target, wrapper in self._client_targets:
-            owner, attr = _resolve(module, target)
-            if not _is_ours(vars(owner).get(attr), wrapper):
+            if not _on_top(module, target, wrapper):
                 safely(f"re-patch {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
 
     def _hook_path(self, path: str, wrap: Callable[[Any], Any]) -> None:
@@ -146,6 +151,12 @@ class AgentTraceInstrumentor(BaseInstrumentor):
             self._patched_paths.append((owner, attr, original))
 
         wrapt.register_post_import_hook(lambda m: safely(f"patch {path}", patch, m), module_name)
+
+
+def _on_top(module: Any, target: str, wrapper: Any) -> bool:
+    """Is `wrapper` the outermost wrapper of `module`'s `Class.method` now?"""
+    owner, attr = _resolve(module, target)
+    return _is_ours(vars(owner).get(attr), wrapper)
 
 
 def _is_ours(attribute: Any, wrapper: Any) -> bool:
