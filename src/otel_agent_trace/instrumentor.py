@@ -23,6 +23,7 @@ from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
 from otel_agent_trace.frameworks import smolagents as smolagents_framework
 from otel_agent_trace.frameworks import openai_agents as agents_framework
 from otel_agent_trace.frameworks import langchain as langchain_framework
+from otel_agent_trace.frameworks import llama_index as llama_index_framework
 from otel_agent_trace.providers import anthropic as anthropic_provider
 from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
@@ -37,8 +38,8 @@ _OTHER_PROVIDERS = ("meter_provider", "logger_provider", "event_logger_provider"
 
 # each framework module's patch targets: module name -> [("Class.method", our wrapper)]
 _FRAMEWORK_PATCHES: dict[str, list[tuple[str, Any]]] = {}
-for _patches in (mcp_framework.TARGETS, langchain_framework.TARGETS, pydantic_ai_framework.PATCHES,
-                 smolagents_framework.PATCHES):
+for _patches in (mcp_framework.TARGETS, langchain_framework.TARGETS, llama_index_framework.TARGETS,
+                 pydantic_ai_framework.PATCHES, smolagents_framework.PATCHES):
     for _module, _targets in _patches.items():
         _FRAMEWORK_PATCHES.setdefault(_module, []).extend(_targets.items() if isinstance(_targets, dict) else _targets)
 
@@ -149,6 +150,12 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         if not self._active:
             return
         for target in targets:
+            if safely(f"check {target}", _on_top, module, target, wrapper):
+                # the hooks of earlier instrument() calls fire too when the module is imported
+                # late: wrap once (a second copy of a run wrapper would open a second run)
+                if (module, target, wrapper) not in self._client_targets:
+                    self._client_targets.append((module, target, wrapper))
+                continue
             patched = safely(f"patch {module.__name__} {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
             if patched is not None:
                 self._client_targets.append((module, target, wrapper))
@@ -163,8 +170,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         if not self._active or config_module.current().coexist == "off":
             return
         for module, target, wrapper in self._client_targets:
-            owner, attr = _resolve(module, target)
-            if not _is_ours(vars(owner).get(attr), wrapper):
+            if not _on_top(module, target, wrapper):
                 safely(f"re-patch {target}", wrapt.wrap_function_wrapper, module, target, wrapper)
 
     def _hook_path(self, path: str, wrap: Callable[[Any], Any]) -> None:
@@ -183,6 +189,12 @@ class AgentTraceInstrumentor(BaseInstrumentor):
             self._patched_paths.append((owner, attr, original))
 
         wrapt.register_post_import_hook(lambda m: safely(f"patch {path}", patch, m), module_name)
+
+
+def _on_top(module: Any, target: str, wrapper: Any) -> bool:
+    """Is `wrapper` the outermost wrapper of `module`'s `Class.method` now?"""
+    owner, attr = _resolve(module, target)
+    return _is_ours(vars(owner).get(attr), wrapper)
 
 
 def _is_ours(attribute: Any, wrapper: Any) -> bool:
