@@ -146,6 +146,22 @@ def test_anthropic_cache_reads_and_writes_priced_apart(instrument):
     assert len(traced.named("chat")) == 2
 
 
+def test_genai_cached_and_thought_tokens_recorded_and_priced_apart(instrument):
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(CACHED) as server:
+        gemini = genai.Client(api_key="t", http_options=types.HttpOptions(base_url=server.base_url.removesuffix("/v1")))
+        traced = instrument()
+        gemini.models.generate_content(model="gemini-2.5-flash", contents=LONG)
+    a = attrs(traced.named("chat")[0])
+    assert a["gen_ai.usage.cache_read.input_tokens"] == 40 and a["gen_ai.usage.reasoning.output_tokens"] == 3
+    _priced(a, "gemini-2.5-flash", "google", input_tokens=a["gen_ai.usage.input_tokens"],
+            output_tokens=a["gen_ai.usage.output_tokens"], cache_read_tokens=40, output_reasoning_tokens=3)
+
+
 # --- a user price file --------------------------------------------------------------------------
 def test_a_user_price_file_overrides_the_library(instrument, client, tmp_path):
     prices = tmp_path / "prices.json"
