@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import subprocess
 
 import anthropic
 import anthropic_agent
 import pytest
 import support_agent
-from client_helpers import assert_refund_tree, instrumented_run, spans_of
+from client_helpers import BIN, assert_refund_tree, instrumented_run, spans_of
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
@@ -179,13 +180,30 @@ def test_the_sdk_spans_nest_under_ours_and_are_counted_once(tmp_path):
 
 
 def test_sdk_spans_alone_are_analysed_as_foreign_chats(tmp_path):
-    """Our processor stamps `agent_trace.redaction.count` on the SDK's spans; the analyzer must
-    still read them as another instrumentation's, not as ours with nothing in them."""
+    """Our processor redacts the SDK's spans but stamps nothing of ours on them; the analyzer reads
+    them as another instrumentation's (by scope), also in a file written by an older version that
+    did stamp `agent_trace.redaction.count` on them."""
     traces, report = instrumented_run(tmp_path, "anthropic_agent", OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="agent_trace")
     spans = spans_of(traces)
     assert spans and all(s["scope"] == "com.anthropic.sdk.python" for s in spans)
-    assert any("agent_trace.redaction.count" in s["attrs"] for s in spans)
+    assert not any(k.startswith("agent_trace.") for s in spans for k in s["attrs"])
+    assert "127.0.0.1" not in traces.read_text()  # still redacted (server.address: an IP)
     assert report["summary"]["runs"] == len(spans) == 15  # one call per trace: nothing ties them into runs
+    # the same file as an older version wrote it: the processor's stamp on every foreign span
+    stamp = {"key": "agent_trace.redaction.count", "value": {"intValue": "1"}}
+    old = tmp_path / "old.jsonl"
+    with old.open("w") as out:
+        for line in traces.read_text().splitlines():
+            record = json.loads(line)
+            for resource in record["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        span.setdefault("attributes", []).append(stamp)
+            out.write(json.dumps(record) + "\n")
+    again = subprocess.run([str(BIN / "otel-agent-trace"), "analyze", "--format", "json", str(old)],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["summary"]["runs"] == 15
 
 
 def test_with_raw_response_plain_and_streamed(instrument, claude):

@@ -15,6 +15,10 @@ from typing import Any
 
 import orjson  # (a dependency; the analysis parses tool arguments with it per call)
 
+# The instrumentation scope of every span the recorder creates: what "ours" means to the processor
+# (which stamps `agent_trace.*` only on these) and to the analyzer (see normalize.is_ours).
+INSTRUMENTATION_SCOPE = "otel_agent_trace"
+
 # --- attribute names (our own, under agent_trace.) -------------------------------------------
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
@@ -48,6 +52,9 @@ GEN_AI_RESPONSE_ID = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
@@ -188,8 +195,11 @@ class ChatResponse:
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reasons: list[str] = field(default_factory=list)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: int | None = None  # the whole input, cached tokens included
+    output_tokens: int | None = None  # the whole output, reasoning tokens included
+    cache_read_tokens: int | None = None  # of input_tokens: read from the provider's prompt cache
+    cache_write_tokens: int | None = None  # of input_tokens: written to it (anthropic's cache creation)
+    reasoning_tokens: int | None = None  # of output_tokens: reasoning / thinking
 
 
 # --- JSON or text ----------------------------------------------------------------------------

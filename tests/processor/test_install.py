@@ -95,7 +95,7 @@ def test_fail_open_and_closed(caplog):
 
     processor.redactor._scan = broken
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer("x")
+    tracer = provider.get_tracer("otel_agent_trace")  # ours: stamped (foreign spans: see below)
     for _ in range(3):
         with tracer.start_as_current_span("s") as s:  # the host never sees an exception
             s.set_attribute("note", "call 13812345678")
@@ -111,6 +111,10 @@ def test_fail_open_and_closed(caplog):
         s.set_attribute("n", 3)
     last = memory.get_finished_spans()[-1]
     assert last.name == "[REDACTED]" and dict(last.attributes) == {"n": 3, REDACTION_COUNT: -1}
+    with provider.get_tracer("opentelemetry.instrumentation.httpx").start_as_current_span("GET 13812345678") as s:
+        s.set_attribute("n", 4)
+    foreign = memory.get_finished_spans()[-1]  # scrubbed alike, but no attribute of ours
+    assert foreign.name == "[REDACTED]" and dict(foreign.attributes) == {"n": 4}
 
 
 def test_user_rules_from_json_file(tmp_path):

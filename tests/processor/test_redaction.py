@@ -8,6 +8,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from processor_corpus import DETECTORS
 
+from otel_agent_trace.model import INSTRUMENTATION_SCOPE
 from otel_agent_trace.processor import REDACTION_COUNT, AgentTraceSpanProcessor
 from otel_agent_trace.processor.redaction import RedactedSpan, Redactor
 
@@ -16,7 +17,7 @@ def test_clean_span_is_passed_as_is_and_dirty_one_counted():
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(AgentTraceSpanProcessor(next=SimpleSpanProcessor(memory)))
-    tracer = provider.get_tracer("x")
+    tracer = provider.get_tracer(INSTRUMENTATION_SCOPE)
     with tracer.start_as_current_span("chat gpt-x") as clean:
         clean.set_attribute("gen_ai.usage.input_tokens", 12)
     with tracer.start_as_current_span("chat gpt-x") as dirty:
@@ -26,6 +27,22 @@ def test_clean_span_is_passed_as_is_and_dirty_one_counted():
     assert not isinstance(first, RedactedSpan) and REDACTION_COUNT not in first.attributes
     assert first.context == clean.get_span_context()
     assert second.attributes[REDACTION_COUNT] == 2
+
+
+def test_foreign_span_is_redacted_alike_but_never_stamped():
+    """Only spans of our scope get `agent_trace.*`: another instrumentation's span is redacted the
+    same way (privacy is not reduced) and carries no attribute of ours."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(AgentTraceSpanProcessor(next=SimpleSpanProcessor(memory), redact_key="k"))
+    for scope in (INSTRUMENTATION_SCOPE, "com.anthropic.sdk.python"):
+        with provider.get_tracer(scope).start_as_current_span("chat mail a@b.co") as span:
+            span.set_attribute("note", "mail a@b.co and b@c.co")
+    ours, foreign = memory.get_finished_spans()
+    assert ours.attributes[REDACTION_COUNT] == 3
+    assert "a@b.co" not in foreign.name and "a@b.co" not in foreign.attributes["note"]
+    assert (foreign.name, foreign.attributes["note"]) == (ours.name, ours.attributes["note"])
+    assert not any(k.startswith("agent_trace.") for k in foreign.attributes)
 
 
 def test_long_text_chunks_equal_whole_scan():

@@ -29,7 +29,7 @@ def _pipeline(**kw):
     provider = TracerProvider()
     processor = AgentTraceSpanProcessor(next=SimpleSpanProcessor(exporter), redact=False, **kw)
     provider.add_span_processor(processor)
-    return provider, provider.get_tracer("t"), processor, exporter
+    return provider, provider.get_tracer(model.INSTRUMENTATION_SCOPE), processor, exporter
 
 
 def _run(tracer, kind):
@@ -155,6 +155,21 @@ def test_decision_timeout():
     provider.shutdown()
 
 
+def test_foreign_spans_follow_their_trace_but_are_never_stamped():
+    """Another instrumentation's span in a kept trace is exported with it, without our attribute."""
+    provider, tracer, _processor, exporter = _pipeline(sample_ratio=0.01)
+    foreign = provider.get_tracer("com.anthropic.sdk.python")
+    with tracer.start_as_current_span("invoke_agent a") as root:
+        with foreign.start_as_current_span("anthropic.messages.create"):
+            pass
+        root.set_status(Status(StatusCode.ERROR, "boom"))  # failing: kept whatever the ratio
+    provider.force_flush()
+    by_name = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(by_name) == {"invoke_agent a", "anthropic.messages.create"}
+    assert by_name["invoke_agent a"].attributes[SAMPLING_RATIO] == 1.0
+    assert not any(k.startswith("agent_trace.") for k in by_name["anthropic.messages.create"].attributes)
+
+
 def test_ratio_one_is_a_pass_through():
     _provider, tracer, processor, exporter = _pipeline()
     _run(tracer, "ok")
@@ -172,7 +187,7 @@ EXIT_SCRIPT = textwrap.dedent('''
     provider.add_span_processor(AgentTraceSpanProcessor(
         next=BatchSpanProcessor(AgentTraceFileExporter(sys.argv[1]), schedule_delay_millis=60000),
         sample_ratio=0.5, sampler_decision_seconds=3600))
-    tracer = provider.get_tracer("exit")
+    tracer = provider.get_tracer("otel_agent_trace")
     ids = []
     for i in range(200):
         with tracer.start_as_current_span("invoke_agent run") as root:

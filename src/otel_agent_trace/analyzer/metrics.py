@@ -33,16 +33,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.cost import COST_USD
+from otel_agent_trace.prices import Rates, as_table, lookup
 from otel_agent_trace.model import (
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
+    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     STEP_INDEX,
@@ -81,7 +84,8 @@ def complete_chain(run: Run) -> bool:
     return True
 
 
-def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
+def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]]]:
+    """(input, output, model -> (input, output, cache read, cache write)) of a run's model calls."""
     total_in = total_out = 0
     per_model: dict[str, list[int]] = {}
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
@@ -92,16 +96,21 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int]]]:
         tout = get(GEN_AI_USAGE_OUTPUT_TOKENS)
         if type(tout) is not int:
             tout = token_count(tout)
+        read, write = get(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS), get(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)
+        read = read if type(read) is int else token_count(read) if read is not None else 0
+        write = write if type(write) is int else token_count(write) if write is not None else 0
         model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
         total_in += tin
         total_out += tout
         counts = per_model.get(model)
         if counts is None:
-            per_model[model] = [tin, tout]
+            per_model[model] = [tin, tout, read, write]
         else:
             counts[0] += tin
             counts[1] += tout
-    return total_in, total_out, {k: (v[0], v[1]) for k, v in per_model.items()}
+            counts[2] += read
+            counts[3] += write
+    return total_in, total_out, {k: (v[0], v[1], v[2], v[3]) for k, v in per_model.items()}
 
 
 def token_count(value: Any) -> int:
@@ -135,18 +144,17 @@ def cost_of(m: "RunMetrics", prices: dict[str, Any] | None) -> float | None:
     return cost if cost is not None else m.recorded_cost
 
 
-def run_cost(per_model: dict[str, tuple[int, int]], prices: dict[str, Any]) -> float | None:
+def run_cost(per_model: dict[str, tuple[int, ...]], prices: Mapping[str, Rates]) -> float | None:
+    """A run's cost from a user price table (`prices.table`); None if a model with tokens is not in it."""
     cost = 0.0
-    for model, (tin, tout) in per_model.items():
-        price = prices.get(model)
-        if price is None:
-            # a dated model id (gpt-4o-mini-2024-07-18) priced under its base name
-            price = next((p for name, p in prices.items() if model.startswith(name)), None)
-        if price is None:
-            if tin or tout:
+    prices = as_table(prices)
+    for model, counts in per_model.items():
+        rates = lookup(prices, model)
+        if rates is None:
+            if counts[0] or counts[1]:
                 return None
             continue
-        cost += tin / 1e6 * float(price.get("input_per_mtok", 0)) + tout / 1e6 * float(price.get("output_per_mtok", 0))
+        cost += rates.cost(*counts)
     return cost
 
 
@@ -165,7 +173,7 @@ class RunMetrics:
     captured: bool
     tokens_in: int
     tokens_out: int
-    per_model: dict[str, tuple[int, int]]
+    per_model: dict[str, tuple[int, int, int, int]]  # model -> (input, output, cache read, cache write)
     status: str = "ok"  # the report's: ok | failed | suspect
     steps_ok: int = 0  # steps neither an origin nor tainted by one
     origins_by_type: dict[str, int] | None = None

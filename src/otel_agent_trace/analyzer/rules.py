@@ -20,11 +20,10 @@ all built-ins. A list at top level is the same as `{"criticalFailures": [...]}`.
 from __future__ import annotations
 
 import fnmatch
-import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_agent_trace import datafile, prices
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
 from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_step_span, is_tool_span
 from otel_agent_trace.analyzer.spans import Span
@@ -102,23 +101,21 @@ def load_config(path: str | None) -> dict[str, Any]:
         return {}
     with open(path, encoding="utf-8") as handle:
         data = _parse(path, handle.read())
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if data.get("prices") is not None:  # the same format and checks as the recorder's price file
+        try:
+            data["prices"] = prices.table(data["prices"], f"{path}: prices")
+        except prices.PriceFileError as exc:
+            raise RulesError(str(exc)) from None
+    return data
 
 
 def _parse(path: str, text: str) -> Any:
-    if os.path.splitext(path)[1].lower() in (".yaml", ".yml"):
-        try:
-            import yaml  # type: ignore[import-untyped]
-        except ImportError:
-            raise RulesError(f"{path}: YAML rules need PyYAML (pip install pyyaml), or use JSON") from None
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise RulesError(f"{path}: invalid YAML: {exc}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RulesError(f"{path}: invalid JSON: {exc}") from None
+        return datafile.parse(path, text)
+    except datafile.DataFileError as exc:
+        raise RulesError(str(exc)) from None
 
 
 def _rule(path: str, index: int, item: Any) -> Rule:

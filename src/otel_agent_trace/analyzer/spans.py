@@ -38,6 +38,7 @@ class Span(msgspec.Struct):
     resource: dict[str, Any] = msgspec.field(default_factory=dict)
     source: tuple[str, int] | None = None  # (path, line) it was read from
     kind: int = 0  # OTLP SpanKind: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer
+    scope: str = ""  # instrumentation scope name ("" when the format has none, e.g. Jaeger)
 
     def attr(self, key: str, default: Any = None) -> Any:
         return self.attributes.get(key, default)

@@ -98,6 +98,13 @@ class RedactedSpan(ReadableSpan):
         return self._dropped[2]
 
 
+def is_ours(span: ReadableSpan) -> bool:
+    """Did our recorder create this span (its instrumentation scope)? Only those get `agent_trace.*`
+    stamps from the processor, so no foreign span is ever mistaken for ours downstream."""
+    scope = span.instrumentation_scope
+    return scope is not None and scope.name == model.INSTRUMENTATION_SCOPE
+
+
 def with_attributes(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
     """`span` with attributes added (our own copies are changed in place)."""
     if isinstance(span, RedactedSpan) and isinstance(span._attributes, dict):
@@ -390,7 +397,8 @@ class Redactor:
         return red
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
-        """The span with every string it carries redacted, `agent_trace.redaction.count` set."""
+        """The span with every string it carries redacted; `agent_trace.redaction.count` set on
+        our own spans (another instrumentation's span is redacted alike but not stamped)."""
         if len(self.rules.keys) != self._key_rules:
             self._key_rules = len(self.rules.keys)
             self._key_classes = {}
@@ -440,7 +448,7 @@ class Redactor:
         resource = self.resource(span.resource)
         if resource is not span.resource:
             changes["resource"] = resource
-        if total:
+        if total and is_ours(span):  # foreign spans are redacted alike, never stamped
             attrs = attrs if attrs is not None else dict(raw_attrs or {})
             attrs[REDACTION_COUNT] = total
         if attrs is not None:
@@ -461,7 +469,8 @@ def scrub_span(span: ReadableSpan) -> ReadableSpan:
     non-string attributes; drop every string (a span that says less beats a leaked value)."""
     attrs = {k: v for k, v in (span.attributes or {}).items() if not isinstance(v, str)
              and not (isinstance(v, (list, tuple)) and any(isinstance(x, str) for x in v))}
-    attrs[REDACTION_COUNT] = -1
+    if is_ours(span):
+        attrs[REDACTION_COUNT] = -1
     return RedactedSpan(
         span, name="[REDACTED]", attributes=attrs, events=(), links=tuple(Link(l.context) for l in span.links),
         status=Status(span.status.status_code), resource=Resource({}, span.resource.schema_url),

@@ -5,7 +5,7 @@ Decision (when the trace's local root ends, or `decision_seconds` after its firs
   `agent_trace.error.type` loop_detected/budget_exceeded;
 - else keep when the low 64 bits of the trace id fall under `ratio * 2**64`: the SDK's
   `TraceIdRatioBased` rule, so every process of a distributed trace decides alike.
-Kept traces get `agent_trace.sampling.ratio` on every span (1.0 for failing ones, `ratio` for
+Kept traces get `agent_trace.sampling.ratio` on every span of ours (1.0 for failing ones, `ratio` for
 sampled ones) when ratio < 1, so counts can be re-weighted by 1/ratio.
 
 Overflow policy (more than `max_spans` spans or `max_bytes` of span text buffered): the oldest
@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otel_agent_trace import model
-from otel_agent_trace.processor.redaction import with_attributes
+from otel_agent_trace.processor.redaction import is_ours, with_attributes
 
 SAMPLING_RATIO = "agent_trace.sampling.ratio"
 _FAIL_PHASES = frozenset({model.Phase.ORIGIN.value, model.Phase.CRITICAL.value})
@@ -213,7 +213,7 @@ class TailSampler:
             self.stats["spans_dropped"] += len(trace.spans)
 
     def _mark(self, span: ReadableSpan, weight: float) -> ReadableSpan:
-        if self.ratio >= 1.0:
+        if self.ratio >= 1.0 or not is_ours(span):  # foreign spans are kept or dropped alike, not stamped
             return span
         return with_attributes(span, {SAMPLING_RATIO: weight})
 

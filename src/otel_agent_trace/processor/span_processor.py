@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_trace import config as config_module
 from otel_agent_trace.config import AgentTraceConfig
-from otel_agent_trace.processor.redaction import Redactor, scrub_span
+from otel_agent_trace.processor.redaction import Redactor, is_ours, scrub_span
 from otel_agent_trace.processor.rules import Rules, load_rules
 from otel_agent_trace.processor.sampling import TailSampler
 
@@ -147,5 +147,4 @@ class AgentTraceSpanProcessor(SpanProcessor):
 
 
 def _is_our_chat(span: ReadableSpan) -> bool:
-    scope = span.instrumentation_scope
-    return scope is not None and scope.name == "otel_agent_trace" and span.name.startswith("chat")
+    return is_ours(span) and span.name.startswith("chat")

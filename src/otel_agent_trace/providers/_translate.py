@@ -19,6 +19,31 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
+def tokens(usage: Any, input_key: str, output_key: str, *, cache_read: tuple[str, ...] = (),
+           cache_write: tuple[str, ...] = (), reasoning: tuple[str, ...] = (),
+           input_excludes_cache: bool = False) -> dict[str, int | None]:
+    """A usage object's token counts as `ChatResponse` fields. The detail counts are read along
+    key paths (`("prompt_tokens_details", "cached_tokens")`); `input_tokens` is the total input
+    cached tokens included, as in the GenAI conventions (anthropic reports them apart:
+    `input_excludes_cache`)."""
+    def path(keys: tuple[str, ...]) -> int | None:
+        value = usage
+        for key in keys:
+            value = get(value, key)
+            if value is None:
+                return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    if usage is None:
+        return {}
+    read, write = path(cache_read) if cache_read else None, path(cache_write) if cache_write else None
+    total = get(usage, input_key)
+    if input_excludes_cache and isinstance(total, int) and (read or write):
+        total += (read or 0) + (write or 0)
+    return {"input_tokens": total, "output_tokens": get(usage, output_key), "cache_read_tokens": read,
+            "cache_write_tokens": write, "reasoning_tokens": path(reasoning) if reasoning else None}
+
+
 def content_text(content: Any) -> str | None:
     """Text of a message content: a string, or the text parts of a list joined by newlines."""
     if content is None or isinstance(content, str):

@@ -22,7 +22,7 @@ import wrapt
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, Outcome, ToolCall, classify_result
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse,
+    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import anthropic_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -103,9 +103,12 @@ def parse_response(message: Any) -> ChatResponse:
         content="".join(texts) or None,
         tool_calls=[_tool_call(b) for b in blocks if _get(b, "type") == "tool_use"],
         finish_reasons=[str(stop)] if stop else [],
-        input_tokens=_get(usage, "input_tokens") if usage is not None else None,
-        output_tokens=_get(usage, "output_tokens") if usage is not None else None,
+        **tokens(usage, "input_tokens", "output_tokens", cache_read=("cache_read_input_tokens",),
+                 cache_write=("cache_creation_input_tokens",), input_excludes_cache=True),
     )
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 class StreamAccumulator:
@@ -120,8 +123,8 @@ class StreamAccumulator:
         kind = _get(event, "type")
         if kind == "message_start":
             start = _get(event, "message")
-            self.message.update(id=_get(start, "id"), model=_get(start, "model"),
-                                usage={"input_tokens": _get(_get(start, "usage"), "input_tokens")})
+            self.message.update(id=_get(start, "id"), model=_get(start, "model"), usage={})
+            self._usage(_get(start, "usage"))
         elif kind == "content_block_start":
             block = _get(event, "content_block")
             self.blocks[_get(event, "index", 0)] = {"type": _get(block, "type"), "id": _get(block, "id"),
@@ -134,9 +137,15 @@ class StreamAccumulator:
                 slot["input"] += _get(delta, "partial_json") or ""
         elif kind == "message_delta":
             self.message["stop_reason"] = _get(_get(event, "delta"), "stop_reason")
-            output = _get(_get(event, "usage"), "output_tokens")
-            if output is not None:
-                self.message.setdefault("usage", {})["output_tokens"] = output
+            self._usage(_get(event, "usage"))
+
+    def _usage(self, usage: Any) -> None:
+        """message_start's usage, updated by message_delta's (cumulative counts where given)."""
+        kept = self.message.setdefault("usage", {})
+        for key in _USAGE_KEYS:
+            value = _get(usage, key)
+            if value is not None:
+                kept[key] = value
 
     def response(self) -> ChatResponse:
         blocks = [{**b, "input": b["input"] or "{}"} for _, b in sorted(self.blocks.items())]

@@ -186,6 +186,8 @@ def parse_response(response: Any, turn: int) -> ChatResponse:
         finish_reasons=[f for f in finish if f],
         input_tokens=_get(usage, "prompt_token_count") if usage is not None else None,
         output_tokens=(output or 0) + (thoughts or 0) if output is not None or thoughts is not None else None,
+        cache_read_tokens=_get(usage, "cached_content_token_count") if usage is not None else None,
+        reasoning_tokens=thoughts,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse,
+    content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -74,9 +74,15 @@ def parse_response(result: Any) -> ChatResponse:
         content=content_text(_get(first, "content")) if first is not None else None,
         tool_calls=list(tool_calls_of(_get(first, "tool_calls"))) if first is not None else [],
         finish_reasons=[str(_get(c, "finish_reason")) for c in choices if _get(c, "finish_reason")],
-        input_tokens=_get(usage, "prompt_tokens") if usage is not None else None,
-        output_tokens=_get(usage, "completion_tokens") if usage is not None else None,
+        **usage_tokens(usage),
     )
+
+
+def usage_tokens(usage: Any) -> dict[str, int | None]:
+    """Chat Completions usage: cached input in `prompt_tokens_details`, reasoning in
+    `completion_tokens_details`."""
+    return tokens(usage, "prompt_tokens", "completion_tokens", cache_read=("prompt_tokens_details", "cached_tokens"),
+                  reasoning=("completion_tokens_details", "reasoning_tokens"))
 
 
 class StreamAccumulator:
@@ -120,8 +126,7 @@ class StreamAccumulator:
             content="".join(self.text) or None,
             tool_calls=[ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(self.calls.items())],
             finish_reasons=self.finish,
-            input_tokens=_get(usage, "prompt_tokens") if usage is not None else None,
-            output_tokens=_get(usage, "completion_tokens") if usage is not None else None,
+            **usage_tokens(usage),
         )
 
 

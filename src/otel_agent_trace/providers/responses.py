@@ -28,7 +28,7 @@ from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse,
+    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import responses_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -149,8 +149,8 @@ def parse_response(result: Any) -> ChatResponse:
         content="\n".join(texts) if texts else None,
         tool_calls=[call for m in answer for call in m.tool_calls],
         finish_reasons=[str(status)] if status else [],
-        input_tokens=_get(usage, "input_tokens") if usage is not None else None,
-        output_tokens=_get(usage, "output_tokens") if usage is not None else None,
+        **tokens(usage, "input_tokens", "output_tokens", cache_read=("input_tokens_details", "cached_tokens"),
+                 reasoning=("output_tokens_details", "reasoning_tokens")),
     )
 
 

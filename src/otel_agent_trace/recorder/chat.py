@@ -38,8 +38,11 @@ from otel_agent_trace.model import (
     GEN_AI_RESPONSE_ID,
     GEN_AI_RESPONSE_MODEL,
     GEN_AI_SYSTEM,
+    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
     LIFECYCLE_PHASE,
     OP_CHAT,
     STEP_INDEX,
@@ -219,8 +222,14 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
         attributes[GEN_AI_USAGE_INPUT_TOKENS] = response.input_tokens
     if response.output_tokens is not None:
         attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = response.output_tokens
+    for key, count in ((GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, response.cache_read_tokens),
+                       (GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, response.cache_write_tokens),
+                       (GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, response.reasoning_tokens)):
+        if count is not None:
+            attributes[key] = count
     cost = safely("chat.cost", cost_usd, response.model or inv.request.model, inv.request.provider,
-                  response.input_tokens, response.output_tokens)
+                  response.input_tokens, response.output_tokens, response.cache_read_tokens,
+                  response.cache_write_tokens, response.reasoning_tokens, inv.handler.config.prices)
     if cost is not None:
         attributes[COST_USD] = cost
     finish = response.finish_reasons[0] if response.finish_reasons else None

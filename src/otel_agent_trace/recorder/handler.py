@@ -39,7 +39,7 @@ from otel_agent_trace import hashing
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace import config as config_module
 from otel_agent_trace.config import AgentTraceConfig
-from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.model import INSTRUMENTATION_SCOPE, ChatRequest
 from otel_agent_trace.recorder import guards
 from otel_agent_trace.recorder.chat import ChatInvocation, open_chat
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
@@ -48,7 +48,7 @@ from otel_agent_trace.recorder.state import active_tool, implicit_run
 from otel_agent_trace.recorder.tools import start_tool
 from otel_agent_trace.version import __version__
 
-SCOPE = "otel_agent_trace"
+SCOPE = INSTRUMENTATION_SCOPE
 _UNLOADED = object()
 _MAX_OPEN_IMPLICIT = 1024
 

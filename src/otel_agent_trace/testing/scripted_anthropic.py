@@ -46,16 +46,21 @@ def message_body(completion: Mapping[str, Any]) -> dict[str, Any]:
         content.append({"type": "tool_use", "id": call["id"].replace("call_", "toolu_"), "name": call["function"]["name"],
                         "input": json.loads(call["function"]["arguments"])})
     usage = completion["usage"]
+    cache = usage.get("prompt_tokens_details") or {}
+    read, write = cache.get("cached_tokens", 0), cache.get("cache_write_tokens", 0)
+    counts = {"input_tokens": max(usage["prompt_tokens"] - read - write, 0), "output_tokens": usage["completion_tokens"]}
+    if cache:  # anthropic counts cached input apart from input_tokens
+        counts.update(cache_read_input_tokens=read, cache_creation_input_tokens=write)
     return {"id": completion["id"].replace("chatcmpl-", "msg_"), "type": "message", "role": "assistant",
             "model": completion["model"], "content": content,
             "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}}
+            "usage": counts}
 
 
 def stream_events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The same message as `RawMessageStreamEvent`s (text in pieces, tool input as JSON deltas)."""
     start = {**message, "content": [], "stop_reason": None,
-             "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1}}
+             "usage": {**message["usage"], "output_tokens": 1}}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":

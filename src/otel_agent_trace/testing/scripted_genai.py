@@ -60,10 +60,16 @@ def response_body(completion: Mapping[str, Any]) -> dict[str, Any]:
     for call in message.get("tool_calls") or ():
         parts.append({"functionCall": {"name": call["function"]["name"], "args": json.loads(call["function"]["arguments"])}})
     usage = completion["usage"]
+    thoughts = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    metadata = {"promptTokenCount": usage["prompt_tokens"], "candidatesTokenCount": usage["completion_tokens"] - (thoughts or 0),
+                "totalTokenCount": usage["total_tokens"]}
+    if "prompt_tokens_details" in usage:  # a turn's `usage` details (scripted_openai): Gemini's names
+        metadata["cachedContentTokenCount"] = usage["prompt_tokens_details"].get("cached_tokens", 0)
+    if thoughts is not None:
+        metadata["thoughtsTokenCount"] = thoughts
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": usage["prompt_tokens"], "candidatesTokenCount": usage["completion_tokens"],
-                          "totalTokenCount": usage["total_tokens"]},
+        "usageMetadata": metadata,
         "modelVersion": completion["model"],
         "responseId": completion["id"].replace("chatcmpl-", "genai-"),
     }

@@ -6,7 +6,8 @@ request is the script's turn number <assistant messages already in the request> 
 `stateful=True`: the number of requests that script has already answered, for agents that
 truncate their history). A conversation that names no key gets the script `"*"`, if any. A turn is a dict
 (`{"content": ...}`, `{"tool_calls": [{"name", "arguments"}]}`, optional `finish_reason`,
-`{"status": 500, "error": "..."}` for an HTTP error) or a callable taking the request body and
+`{"status": 500, "error": "..."}` for an HTTP error, optional `usage` details: `{"cached_tokens",
+"cache_write_tokens", "reasoning_tokens"}`) or a callable taking the request body and
 returning one. `stream: true` is answered with server-sent events, like the real API.
 
 Faults, for the reliability tests: `{"body": {...}}` is sent as the whole JSON response (missing
@@ -110,8 +111,23 @@ def completion_body(turn: Mapping[str, Any], model: str, index: int, prompt_toke
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+                  "total_tokens": prompt_tokens + completion_tokens, **_usage_details(turn)},
     }
+
+
+def _usage_details(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """A turn's `{"usage": {"cached_tokens", "cache_write_tokens", "reasoning_tokens"}}` as Chat
+    Completions usage details (`cache_write_tokens` is anthropic's only; the other wire formats
+    translate these). Nothing unless the turn asks."""
+    usage = turn.get("usage") or {}
+    out: dict[str, Any] = {}
+    if "cached_tokens" in usage or "cache_write_tokens" in usage:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.get("cached_tokens", 0)}
+        if "cache_write_tokens" in usage:
+            out["prompt_tokens_details"]["cache_write_tokens"] = usage["cache_write_tokens"]
+    if "reasoning_tokens" in usage:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
+    return out
 
 
 def _tool_calls(turn: Mapping[str, Any], index: int) -> list[dict[str, Any]]:

@@ -83,8 +83,10 @@ def response_body(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dic
         "previous_response_id": body.get("previous_response_id"),
         **({"conversation": {"id": conversation_id(body)}} if conversation_id(body) else {}),
         "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
-                  "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}},
+                  "total_tokens": usage["total_tokens"],
+                  "input_tokens_details": {"cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)},
+                  "output_tokens_details": {
+                      "reasoning_tokens": (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)}},
     }
 
 

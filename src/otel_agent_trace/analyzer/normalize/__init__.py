@@ -65,6 +65,7 @@ from otel_agent_trace.model import (
     STEP_KIND,
     STEP_TOOL_CALLS,
     TOOL_OUTCOME,
+    INSTRUMENTATION_SCOPE,
     ErrorType,
     Outcome,
     Relation,
@@ -80,8 +81,13 @@ _MIN_MATCH = 12
 
 
 def is_ours(spans: list[Span]) -> bool:
-    """Did our recorder write this trace? Decided by the attributes it writes, never by those our
-    processor stamps on every exported span, foreign ones included (`agent_trace.redaction.*`)."""
+    """Did our recorder write this trace? Decided by instrumentation scope: a span of scope
+    `otel_agent_trace` is ours. Fallback for inputs without our scope (Jaeger, the minimizer's
+    output, hand-written traces): the attributes the recorder writes, never those the processor
+    stamps (`agent_trace.redaction.*`, `agent_trace.sampling.*`: earlier versions stamped them on
+    foreign spans too)."""
+    if any(s.scope == INSTRUMENTATION_SCOPE for s in spans):
+        return True
     for s in spans:  # (our steps and tools carry one of these: found without looking at every key)
         attributes = s.attributes
         if STEP_INDEX in attributes or TOOL_OUTCOME in attributes:
@@ -90,7 +96,7 @@ def is_ours(spans: list[Span]) -> bool:
                for s in spans for key in s.attributes)
 
 
-_PROCESSOR_KEYS = "agent_trace.redaction."
+_PROCESSOR_KEYS = ("agent_trace.redaction.", "agent_trace.sampling.")
 
 
 def normalize_trace(spans: list[Span]) -> str | None:

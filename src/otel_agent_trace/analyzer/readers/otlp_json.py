@@ -227,10 +227,14 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
                 if spans is not None or not isinstance(ss, dict):
                     report.bad(line, "scopeSpans entry without a spans list")
                 continue
+            scope = ss.get("scope", ss.get("instrumentationLibrary"))
+            scope = scope.get("name") if isinstance(scope, dict) else None
+            scope = scope if isinstance(scope, str) else ""
             for raw in spans:
                 span = _span_careful(raw, resource, line, report)
                 if span is not None:
                     span.source = source
+                    span.scope = scope
                     append(span)
     report.spans += len(out)
     return out
@@ -245,6 +249,7 @@ def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputR
     for rs in export.resourceSpans:
         resource = _attributes_typed(rs.resource.attributes) if rs.resource is not None else {}
         for ss in rs.scopeSpans:
+            scope = ss.scope.name if ss.scope is not None else ""
             for raw in ss.spans:
                 trace_id = raw.traceId
                 parent = raw.parentSpanId
@@ -263,7 +268,7 @@ def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputR
                           _spans_get(k.spanId) or _hex(k.spanId, 16, _spans), _attributes_typed(k.attributes))
                      for k in links]
                     if links else [],
-                    resource, source, raw.kind,
+                    resource, source, raw.kind, scope,
                 ))
     _lower_hex_ids(out)
     report.spans += len(out)

@@ -92,8 +92,13 @@ class Resource(Struct, gc=False):
     attributes: list[KeyValue] = ()  # type: ignore[assignment]
 
 
+class Scope(Struct, gc=False):
+    name: str = ""
+
+
 class ScopeSpans(Struct, gc=False):
     spans: list[Span]
+    scope: Scope = None  # type: ignore[assignment]
 
 
 class ResourceSpans(Struct, gc=False):
