@@ -221,7 +221,10 @@ support_agent.check_reply(TICKET, result.final_output)
     assert failed[0]["origin"]["span_id"] == lookup["spanId"]
     assert run_root(by_id, lookup) == refunds["spanId"]   # the origin is inside the sub-agent
     chain = [(h["span_name"], h["relation"]) for h in failed[0]["chain"]]
-    assert ("invoke_agent refunds", "delegated_to") in chain
+    # the chain crosses the handoff once: from the sub-agent's last hop to triage's handing step
+    [crossing] = [i for i, (_, relation) in enumerate(chain) if relation == "delegated_to"]
+    assert run_root(by_id, by_id[failed[0]["chain"][crossing]["span_id"]]) == refunds["spanId"]
+    assert failed[0]["chain"][crossing + 1]["span_id"] == handing_step["spanId"]
     assert chain[0][0] == "execute_tool lookup_order" and chain[-1][0] == "invoke_agent triage"
 
 

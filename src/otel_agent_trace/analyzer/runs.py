@@ -200,10 +200,12 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
                 roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
             steps.append(node)
             step_indices.append(index)
-        if (operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL) and not (
-                node.parent_id in tool_ids and _tool_name(spans_of[node.parent_id]) == _tool_name(node)):
-            tools.append(node)  # (a tool span directly inside one of the same tool: the same execution)
-            tool_ids.add(node_id)
+        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
+            if node.parent_id in tool_ids and _tool_name(spans_of[node.parent_id]) == _tool_name(node):
+                run.restated.add(node_id)  # directly inside a span of the same tool: the same execution
+            else:
+                tools.append(node)
+                tool_ids.add(node_id)
         if operation == OP_CHAT or roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)

@@ -150,6 +150,11 @@ class RunInvocation(Invocation):
             self.open_step = None
             step.span.end(end_time=end_ns)
 
+    def open_calls(self) -> list[PendingCall]:
+        """The tool calls the model requested that no tool has run yet, oldest first."""
+        with self.lock:
+            return [p for p in self.pending.values() if p.record is None]
+
     def step_for_call(self, call_id: str | None) -> StepState | None:
         pending = self.pending.get(call_id) if call_id else None
         return pending.step if pending else None
