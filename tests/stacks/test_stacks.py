@@ -146,6 +146,70 @@ def test_exception_ending_a_thread_fails_its_implicit_run(tmp_path):
     _assert_planted_origin(analyze(traces))
 
 
+ASYNC_LOOP = SERVER + """
+import asyncio, gc, json
+import openai
+client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+
+async def unrelated_failure():
+    raise RuntimeError("a library's background task failed")
+
+async def background_noise():
+    # a task nobody awaits fails and is collected: asyncio reports "Task exception was never
+    # retrieved" through the loop's exception handler, in the middle of the agent's run
+    task = asyncio.ensure_future(unrelated_failure())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    del task
+    gc.collect()
+
+async def handle_ticket(ticket):
+    messages = [{"role": "system", "content": support_agent.SYSTEM}, {"role": "user", "content": ticket}]
+    for _ in range(support_agent.MAX_TURNS):
+        response = await client.chat.completions.create(model=support_agent.MODEL, messages=messages,
+                                                        tools=support_agent.TOOL_SCHEMAS)
+        message = response.choices[0].message
+        if not message.tool_calls:
+            return support_agent.check_reply(ticket, message.content or "")
+        messages.append(message)
+        for call in message.tool_calls:
+            if NOISE:
+                await background_noise()
+            result = support_agent.run_tool(call.function.name, json.loads(call.function.arguments or "{}"))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+"""
+
+
+def test_an_unrelated_task_failing_mid_run_leaves_the_run_whole(tmp_path):
+    """The asyncio loop's handler ends only the run that worked in the failed task: a library's
+    background task (a client's `aclose` scheduled by the garbage collector on a closed loop) is
+    not the agent crashing."""
+    proc, traces = run_instrumented(ASYNC_LOOP.replace("NOISE", "True") + "asyncio.run(handle_ticket(TICKET))\n",
+                                    tmp_path)
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr
+    assert "a library's background task failed" in proc.stderr  # asyncio did report it
+    [run] = [s for scope, s in spans_of(traces) if s["name"].startswith("invoke_agent")]
+    assert len({s["traceId"] for scope, s in spans_of(traces)}) == 1
+    assert attributes(run)["agent_trace.lifecycle.phase"] == "critical"
+    _assert_planted_origin(analyze(traces))
+
+
+def test_an_agent_task_whose_exception_is_never_retrieved_fails_its_run(tmp_path):
+    main = """
+async def main():
+    task = asyncio.ensure_future(handle_ticket(TICKET))   # fire and forget
+    while not task.done():
+        await asyncio.sleep(0.01)
+    del task
+    gc.collect()
+    await asyncio.sleep(0)
+asyncio.run(main())
+"""
+    proc, traces = run_instrumented(ASYNC_LOOP.replace("NOISE", "False") + main, tmp_path)
+    assert proc.returncode == 0 and "Task exception was never retrieved" in proc.stderr
+    _assert_planted_origin(analyze(traces))
+
+
 @pytest.mark.parametrize("coexist", ["nest", "adopt"])
 def test_official_openai_v2_beside_ours(tmp_path, coexist):
     """opentelemetry-instrumentation-openai-v2 is installed in the test environment, so

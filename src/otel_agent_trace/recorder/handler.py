@@ -15,9 +15,9 @@ Implicit runs (no `agent_run`, no entry point) are keyed by conversation, not by
 alone: a request that answers a run's pending tool calls, or carries its last model output,
 continues that run from any thread, task or context. An implicit run that gave its final
 answer stays open until its thread starts another conversation, it has been idle for
-`run_idle_seconds`, or the process exits; an uncaught exception that ends the program or a
-thread first (`sys.excepthook`, `threading.excepthook`, the asyncio loop's handler) marks it
-failed, phase `critical`.
+`run_idle_seconds`, or the process exits; an uncaught exception that ends the program, a thread
+or the asyncio task the run last worked in first (`sys.excepthook`, `threading.excepthook`, the
+asyncio loop's handler) marks it failed, phase `critical`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Callable, Iterable, Iterator
 
 import contextlib
@@ -115,7 +116,7 @@ class Handler:
                 if run.implicit:
                     self.end_run(run, exceeded)
                 raise exceeded
-            run.thread = threading.get_ident()
+            run.thread, run.task = threading.get_ident(), _current_task()
             return open_chat(self, run, request, hashes)
 
     def _implicit_for(self, request: ChatRequest, hashes: list[str]) -> RunInvocation:
@@ -201,7 +202,7 @@ class Handler:
         now = time.time_ns()
         run.answered_ns = run.answered_ns or now
         run.last_active_ns = now
-        run.thread = threading.get_ident()
+        run.thread, run.task = threading.get_ident(), _current_task()
         with self._open_lock:
             stale = self._keep_open(run)
         for old in stale:
@@ -231,12 +232,16 @@ class Handler:
         for run in runs:
             safely("run.end", self.end_run, run)
 
-    def crashed(self, thread: int | None, exc: BaseException) -> None:
-        """An uncaught exception ended `thread` (or the program): the implicit run last active
-        there failed with it."""
+    def crashed(self, thread: int | None, exc: BaseException, task: Any = None) -> None:
+        """An uncaught exception ended `thread` (or the program), or asyncio `task`: the implicit
+        run last active there failed with it. A task that no run worked in (a client's `aclose`
+        scheduled by the garbage collector, a helper task of a library) ends nothing."""
         with self._open_lock:
             runs = [r for r in self._open.values() if not r.ended]
-        mine = [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)
+        if task is not None:
+            mine = [r for r in runs if r.task is not None and r.task() is task]
+        else:
+            mine = [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)
         if mine:
             self.end_run(max(mine, key=lambda r: r.last_active_ns), exc)
 
@@ -334,6 +339,14 @@ def record_tool(name: str, arguments: Any = None, call_id: str | None = None,
     return get_handler().tool(name, arguments, call_id, reads, writes)
 
 
+def _current_task() -> Any:
+    """A weak reference to the running asyncio task, if any (no import of asyncio, no raise)."""
+    asyncio = sys.modules.get("asyncio")
+    loop = asyncio._get_running_loop() if asyncio is not None else None
+    task = asyncio.current_task(loop) if loop is not None else None
+    return weakref.ref(task) if task is not None else None
+
+
 # --- the program's end ----------------------------------------------------------------------------
 class ExitHooks:
     """`sys.excepthook`, `threading.excepthook`, the asyncio loop's default handler and atexit,
@@ -365,9 +378,10 @@ class ExitHooks:
         hooks = self
 
         def default_exception_handler(loop: Any, context: dict[str, Any]) -> Any:
-            exc = context.get("exception")
-            if isinstance(exc, BaseException) and _active is not None:
-                safely("asyncio exception hook", _active.crashed, threading.get_ident(), exc)
+            # only a task's unretrieved exception ends a run, and only the run that worked in it
+            exc, task = context.get("exception"), context.get("future")
+            if isinstance(exc, BaseException) and task is not None and _active is not None:
+                safely("asyncio exception hook", _active.crashed, None, exc, task)
             return hooks._asyncio(loop, context)
 
         base_events.BaseEventLoop.default_exception_handler = default_exception_handler  # type: ignore[method-assign]

@@ -93,6 +93,7 @@ class RunInvocation(Invocation):
         self.last_active_ns = time.time_ns()
         self.tools_recorded: Any = None  # the tool list last written as gen_ai.tool.definitions
         self.thread: int | None = None  # the thread of its latest LLM call (implicit runs' end)
+        self.task: Any = None  # a weak reference to the asyncio task of its latest LLM call, if any
         self.lock = threading.RLock()
         self._run_token: Any = None
 
