@@ -266,7 +266,20 @@ def _parse_anthropic(base_url: str, model: Any) -> Any:
                                             messages=[{"role": "user", "content": "refund as json"}]).parsed_output
 
 
-@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic], ids=["responses", "anthropic"])
+def _parse_chat_raw(base_url: str, model: Any) -> Any:  # LangChain's structured output: with_raw_response.parse
+    raw = _openai(base_url).chat.completions.with_raw_response.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "refund as json"}], response_format=model)
+    return raw.parse().choices[0].message.parsed
+
+
+def _parse_responses_raw(base_url: str, model: Any) -> Any:
+    raw = _openai(base_url).responses.with_raw_response.parse(model="gpt-4o-mini", input="refund as json",
+                                                             text_format=model)
+    return raw.parse().output_parsed
+
+
+@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw],
+                         ids=["responses", "anthropic", "chat-raw", "responses-raw"])
 def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
     """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`: the SDKs' own parsers."""
     from pydantic import BaseModel
