@@ -12,10 +12,7 @@ from typing import Any, Callable
 import langgraph_agent
 import pytest
 import support_agent
-from replay_helpers import Session, closed_port_url, record
-
-import otel_agent_trace
-from otel_agent_trace.replay.recording import load
+from replay_helpers import record, replayed_offline
 
 TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
 
@@ -73,16 +70,6 @@ def test_chatopenai_replays_with_the_server_gone(tmp_path, monkeypatch, agent: C
     assert raw == ["/v1/chat/completions"] * 3  # ChatOpenAI: every call through with_raw_response
     calls.clear()
     raw.clear()
-    original = load(str(path))
-    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
-        replayed = agent(closed_port_url())
-    assert replayed == answer
+    replayed_offline(path, agent, answer)  # the model at a closed port: the same answer, steps and contexts
     assert calls == recorded_calls
-    assert raw == ["/v1/chat/completions"] * 3  # the SDK's own LegacyAPIResponse, recorded body
-    assert replayer.diverged is None and len(replayer.used) == 3
-    spans = session.spans()
-    steps = sorted((s for s in spans if s.name.startswith("agent_step")), key=lambda s: s.start_time)
-    assert [s.attributes["agent_trace.context.hash"] for s in steps] == [s.context_hash for s in original.steps]
-    chats = sorted((s for s in spans if s.name.startswith("chat")), key=lambda s: s.start_time)
-    assert [c.attributes.get("gen_ai.response.id") for c in chats] == [s.response.id for s in original.steps]
-    assert {c.attributes["agent_trace.replay.of"] for c in chats} == {original.trace_id}
+    assert raw == ["/v1/chat/completions"] * 3  # the SDK's own LegacyAPIResponse, over the recorded body
