@@ -170,3 +170,24 @@ def falls_through_after_the_changed_tool_result(tmp_path: Path, monkeypatch: pyt
     assert served == 2
     assert replayer.diverged.startswith("step 1: the context differs from the recording at message 3")
     assert len([s for s in session.spans() if s.name.startswith("chat")]) == 3
+
+
+def replayed_offline(path: Path, agent: Callable[[str], str], answer: str) -> tuple[list[Any], list[Any]]:
+    """Replay `agent` from the recording at `path` with the model at a closed port: the same answer,
+    three steps answered, no divergence, and the replayed SDK objects read back exactly as the live
+    ones did (the same context per step, the same response ids, `replay.of` the original).
+    Returns the replayed (steps, chats) spans, in time order."""
+    from otel_agent_trace.replay.recording import load
+
+    original = load(str(path))
+    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
+        replayed = agent(closed_port_url())
+    assert replayed == answer
+    assert replayer.diverged is None and len(replayer.used) == 3
+    spans = sorted(session.spans(), key=lambda s: s.start_time)
+    steps = [s for s in spans if s.name.startswith("agent_step")]
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert [s.attributes["agent_trace.context.hash"] for s in steps] == [s.context_hash for s in original.steps]
+    assert [c.attributes.get("gen_ai.response.id") for c in chats] == [s.response.id for s in original.steps]
+    assert {s.attributes["agent_trace.replay.of"] for s in chats + steps} == {original.trace_id}
+    return steps, chats

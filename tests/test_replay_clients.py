@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
@@ -28,11 +29,10 @@ import responses_agent  # noqa: E402
 import support_agent  # noqa: E402
 from replay_helpers import (  # noqa: E402
     Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
-    falls_through_after_the_changed_tool_result, record, tool_log,
+    falls_through_after_the_changed_tool_result, record, replayed_offline, tool_log,
 )
 
 import otel_agent_trace  # noqa: E402
-from otel_agent_trace.replay.recording import load  # noqa: E402
 
 TICKET = support_agent.TICKETS[0]  # refund A1001: lookup -> calculate -> answer
 
@@ -103,13 +103,14 @@ def anthropic_async(base_url: str) -> str:
     return asyncio.run(anthropic_agent.ahandle_ticket(_claude(base_url, anthropic.AsyncAnthropic), TICKET))
 
 
-def anthropic_raw_events(base_url: str) -> str:
-    """`create(stream=True)`: raw events, tool input as JSON deltas."""
+def anthropic_raw_events(base_url: str, raw: bool = False) -> str:
+    """`create(stream=True)`: raw events, tool input as JSON deltas (`raw`: through `with_raw_response`)."""
     client = _claude(base_url)
+    api = _raw(client.messages) if raw else client.messages
     messages: list[Any] = [{"role": "user", "content": TICKET}]
     for _ in range(support_agent.MAX_TURNS):
         blocks: dict[int, dict[str, Any]] = {}
-        for event in client.messages.create(model=anthropic_agent.MODEL, max_tokens=1024, system=support_agent.SYSTEM,
+        for event in api.create(model=anthropic_agent.MODEL, max_tokens=1024, system=support_agent.SYSTEM,
                                             messages=messages, tools=anthropic_agent.TOOLS, stream=True):
             if event.type == "content_block_start":
                 blocks[event.index] = {**event.content_block.model_dump(), "partial": ""}
@@ -147,12 +148,71 @@ def litellm_async(base_url: str) -> str:
         tools=support_agent.TOOL_SCHEMAS))
 
 
+# --- with_raw_response / with_streaming_response: the SDKs' own HTTP response objects -------------
+def _raw(resource: Any) -> SimpleNamespace:
+    """`resource.create(...)` through `with_raw_response` (the SDK's `LegacyAPIResponse`), parsed."""
+    return SimpleNamespace(create=lambda **kwargs: resource.with_raw_response.create(**kwargs).parse())
+
+
+def _streaming(resource: Any) -> SimpleNamespace:
+    """async `resource.create(...)` through `with_streaming_response` (the SDK's `AsyncAPIResponse`)."""
+
+    async def create(**kwargs: Any) -> Any:
+        async with resource.with_streaming_response.create(**kwargs) as response:
+            return await response.parse()
+
+    return SimpleNamespace(create=create)
+
+
+def _openai(base_url: str, cls: Any = openai.OpenAI) -> Any:
+    return cls(base_url=base_url, api_key="test", max_retries=0)
+
+
+def chat_raw(base_url: str) -> str:
+    completions = _raw(_openai(base_url).chat.completions)
+    return support_agent.handle_ticket(SimpleNamespace(chat=SimpleNamespace(completions=completions)), TICKET)
+
+
+def chat_raw_stream(base_url: str) -> str:  # parse() of a raw streamed call: the SDK's Stream over the SSE body
+    completions = _raw(_openai(base_url).chat.completions)
+    return chat_streamed(lambda messages: completions.create(
+        model=support_agent.MODEL, messages=messages, tools=support_agent.TOOL_SCHEMAS, stream=True))
+
+
+def chat_streaming_async(base_url: str) -> str:
+    completions = _streaming(_openai(base_url, openai.AsyncOpenAI).chat.completions)
+    return chat_async(lambda messages: completions.create(
+        model=support_agent.MODEL, messages=messages, tools=support_agent.TOOL_SCHEMAS))
+
+
+def responses_raw(base_url: str) -> str:
+    return responses_agent.handle_ticket(SimpleNamespace(responses=_raw(_openai(base_url).responses)), TICKET)
+
+
+def responses_streaming_async(base_url: str) -> str:
+    responses = _streaming(_openai(base_url, openai.AsyncOpenAI).responses)
+    return asyncio.run(responses_agent.ahandle_ticket(SimpleNamespace(responses=responses), TICKET))
+
+
+def anthropic_raw(base_url: str) -> str:
+    return anthropic_agent.handle_ticket(SimpleNamespace(messages=_raw(_claude(base_url).messages)), TICKET)
+
+
+def anthropic_streaming_async(base_url: str) -> str:
+    messages = _streaming(_claude(base_url, anthropic.AsyncAnthropic).messages)
+    return asyncio.run(anthropic_agent.ahandle_ticket(SimpleNamespace(messages=messages), TICKET))
+
+
 AGENTS: dict[str, Callable[[str], str]] = {
     "responses-plain": responses_plain, "responses-stream": responses_stream, "responses-async": responses_async,
     "responses-async-events": responses_async_events, "responses-stream-whole": responses_stream_whole,
     "anthropic-plain": anthropic_plain, "anthropic-stream": anthropic_stream, "anthropic-async": anthropic_async,
     "anthropic-raw-events": anthropic_raw_events,
     "litellm-plain": litellm_plain, "litellm-stream": litellm_stream, "litellm-async": litellm_async,
+    "chat-raw": chat_raw, "chat-raw-stream": chat_raw_stream, "chat-streaming-async": chat_streaming_async,
+    "responses-raw": responses_raw, "responses-streaming-async": responses_streaming_async,
+    "anthropic-raw": anthropic_raw, "anthropic-raw-stream": lambda base_url: anthropic_raw_events(base_url, raw=True),
+    "anthropic-streaming-async": anthropic_streaming_async,
 }
 
 
@@ -165,22 +225,10 @@ def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, n
     assert [tool for tool, _ in recorded_calls] == ["lookup_order", "calculate_refund"]
     assert "$25.00" in answer
     calls.clear()
-    original = load(str(path))
-    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
-        replayed = agent(closed_port_url())
-    assert replayed == answer
+    steps, chats = replayed_offline(path, agent, answer)
     assert calls == recorded_calls
-    assert replayer.diverged is None and len(replayer.used) == 3
-    spans = session.spans()
-    steps = sorted((s for s in spans if s.name.startswith("agent_step")), key=lambda s: s.start_time)
-    chats = [s for s in spans if s.name.startswith("chat")]
-    # the replayed SDK objects read back exactly as the live ones did: the same contexts, step by step
-    assert [s.attributes["agent_trace.context.hash"] for s in steps] == [s.context_hash for s in original.steps]
     assert [s.attributes.get("agent_trace.step.kind") for s in steps] == ["tool_call", "tool_call", "final"]
     assert len(chats) == 3 and all(not s.status.status_code.value == 2 for s in chats)
-    assert {s.attributes["agent_trace.replay.of"] for s in chats + steps} == {original.trace_id}
-    assert [c.attributes.get("gen_ai.response.id") for c in sorted(chats, key=lambda s: s.start_time)] == \
-        [s.response.id for s in original.steps]
 
 
 @pytest.mark.parametrize("name", ["responses-plain", "anthropic-stream", "litellm-async"])
@@ -205,7 +253,20 @@ def _parse_anthropic(base_url: str, model: Any) -> Any:
                                             messages=[{"role": "user", "content": "refund as json"}]).parsed_output
 
 
-@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic], ids=["responses", "anthropic"])
+def _parse_chat_raw(base_url: str, model: Any) -> Any:  # LangChain's structured output: with_raw_response.parse
+    raw = _openai(base_url).chat.completions.with_raw_response.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "refund as json"}], response_format=model)
+    return raw.parse().choices[0].message.parsed
+
+
+def _parse_responses_raw(base_url: str, model: Any) -> Any:
+    raw = _openai(base_url).responses.with_raw_response.parse(model="gpt-4o-mini", input="refund as json",
+                                                             text_format=model)
+    return raw.parse().output_parsed
+
+
+@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw],
+                         ids=["responses", "anthropic", "chat-raw", "responses-raw"])
 def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
     """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`: the SDKs' own parsers."""
     from pydantic import BaseModel
@@ -224,3 +285,20 @@ def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
         replayed = ask(closed_port_url(), Refund)
     assert replayer.diverged is None
     assert replayed == live == Refund(order_id="A1001", amount=25.0)
+
+
+def test_what_raw_replay_relies_on():
+    """A raw call is told by the SDKs' raw-response header and answered at `send` of their HTTP
+    client (replay/wire.py): this fails when an SDK renames the header or moves to another HTTP
+    library, instead of raw calls silently going live."""
+    import anthropic._constants
+    import openai._constants
+
+    from otel_agent_trace.providers._replayed import RAW_HEADER
+    from otel_agent_trace.replay.wire import LIBRARIES
+
+    assert openai._constants.RAW_RESPONSE_HEADER == anthropic._constants.RAW_RESPONSE_HEADER == RAW_HEADER
+    for client in (_openai("http://127.0.0.1:9/v1"), _claude("http://127.0.0.1:9/v1"),
+                   _openai("http://127.0.0.1:9/v1", openai.AsyncOpenAI), _claude("http://127.0.0.1:9", anthropic.AsyncAnthropic)):
+        bases = {f"{c.__module__.split('.')[0]}.{c.__name__}" for c in type(client._client).__mro__}
+        assert bases & {f"{lib}.{name}" for lib in LIBRARIES for name in ("Client", "AsyncClient")}, bases

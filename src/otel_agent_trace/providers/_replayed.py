@@ -1,5 +1,6 @@
 """What every provider's replay `build` shares: a finished stream over chunks or events built
-from the recording, an async client's awaitable answer, and the one call that is not rebuilt.
+from the recording, an async client's awaitable answer, and the test for a raw call (answered at
+the HTTP client instead, replay/wire.py).
 
 The stream stands in for the SDK's `Stream` / `AsyncStream`: iteration, `with`, `close()`, and
 `response` (the SDK's own stream helpers, `ResponseStream` and `MessageStream`, read and close
@@ -15,7 +16,8 @@ RAW_HEADER = "X-Stainless-Raw-Response"  # set by the openai and anthropic SDKs'
 
 
 def is_raw(kwargs: dict[str, Any]) -> bool:
-    """`with_raw_response`: an HTTP response object is not rebuilt; the call goes live."""
+    """`with_raw_response` / `with_streaming_response`: the caller gets the SDK's HTTP response
+    object, so `build` gives the wire body (`replay.wire.Wire`) and the SDK's own method runs."""
     headers = kwargs.get("extra_headers")
     return isinstance(headers, dict) and RAW_HEADER in headers
 

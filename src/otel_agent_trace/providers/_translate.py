@@ -8,6 +8,7 @@ import inspect
 from typing import Any, Callable
 
 from otel_agent_trace import hashing
+from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import Message
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -140,3 +141,24 @@ def proxied_parse(parse: Any, invocation: Any, accumulator: Callable[[], Any]) -
         return wrap(stream)
 
     return proxied
+
+
+def awaited_parse(result: Any, invocation: Any, stop: Callable[[Any], None]) -> bool:
+    """An async client's `with_streaming_response`: `parse()` is a coroutine the caller awaits in
+    its block, so the invocation stops (`stop(parsed)`) when it does. False for other responses."""
+    parse = getattr(result, "parse", None)
+    if not inspect.iscoroutinefunction(parse):
+        return False
+    invocation.defer()
+
+    async def parsed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            value = await parse(*args, **kwargs)
+        except BaseException as exc:
+            invocation.fail(exc)
+            raise
+        safely("raw.parse.stop", stop, value)
+        return value
+
+    result.parse = parsed
+    return True

@@ -22,7 +22,7 @@ import wrapt
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, Outcome, ToolCall, classify_result
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
+    awaited_parse, content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import anthropic_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -238,7 +238,8 @@ def _response(invocation: Any, result: Any) -> Any:
             invocation.defer()
             result.parse = proxied_parse(result.parse, invocation, StreamAccumulator)
             return result
-        invocation.stop(parse_response(result.parse()))
+        if not awaited_parse(result, invocation, lambda parsed: invocation.stop(parse_response(parsed))):
+            invocation.stop(parse_response(result.parse()))
         return result
     if _get(message, "content") is None:
         if hasattr(message, "__iter__") or hasattr(message, "__aiter__"):

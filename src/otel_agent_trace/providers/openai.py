@@ -12,7 +12,7 @@ from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse, tokens,
+    awaited_parse, content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -143,6 +143,8 @@ def _response(invocation: Any, result: Any) -> Any:
         if getattr(result, "_stream", False):  # the caller's parse() gets the stream: hand it our proxy
             invocation.defer()
             result.parse = proxied_parse(result.parse, invocation, StreamAccumulator)
+            return result
+        if awaited_parse(result, invocation, lambda parsed: invocation.stop(parse_response(parsed))):
             return result
         completion = result.parse()
     if _get(completion, "choices") is None and (hasattr(completion, "__aiter__") or hasattr(completion, "__iter__")):

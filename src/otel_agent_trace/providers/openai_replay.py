@@ -15,13 +15,17 @@ from typing import Any, Callable
 
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
+from otel_agent_trace.replay.wire import json_answer, sse_answer
+from otel_agent_trace.testing.scripted_openai import sse
 
 
 def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any], method: str) -> Any:
     """What `create`/`parse` would have returned for `response` (see module docstring)."""
-    if is_raw(kwargs):
-        return None
     is_async = is_async_client(instance)
+    if is_raw(kwargs):
+        if kwargs.get("stream") is True:
+            return sse_answer(sse(chunk_dicts(response, kwargs)), is_async)
+        return json_answer(completion_dict(response), is_async)
     if kwargs.get("stream") is True:
         from openai.types.chat import ChatCompletionChunk
 

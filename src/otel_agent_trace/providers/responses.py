@@ -28,7 +28,7 @@ from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
-    content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
+    awaited_parse, content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )
 from otel_agent_trace.providers import responses_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
@@ -255,15 +255,21 @@ def end_call(invocation: Any, result: Any) -> Any:
             invocation.defer()
             result.parse = proxied_parse(result.parse, invocation, lambda: StreamAccumulator(invocation.request, invocation))
             return result
+        if awaited_parse(result, invocation, lambda parsed: _stop(invocation, parsed)):
+            return result
         response = result.parse()
     if _get(response, "output") is None and (hasattr(response, "__aiter__") or hasattr(response, "__iter__")):
         invocation.defer()
         accumulator = StreamAccumulator(invocation.request, invocation)
         return wrap_stream(response, invocation, accumulator, hasattr(response, "__aiter__"))
+    _stop(invocation, response)
+    return result
+
+
+def _stop(invocation: Any, response: Any) -> None:
     _remember(invocation.request, response)
     invocation.stop(parse_response(response))
     safely("responses.built_in_tools", record_built_in_tools, invocation, response)
-    return result
 
 
 wrapper = chat_wrapper(_request, end_call, "openai.responses", responses_replay.build)

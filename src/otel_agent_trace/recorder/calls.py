@@ -42,7 +42,7 @@ def chat_wrapper(begin: Begin, end: End, where: str, build: "Build | None" = Non
         token = recording.set(True)
         safely(f"{where}.activate", invocation.activate)
         try:
-            result = replayed(invocation, build, wrapped, instance, kwargs, where) if build is not None else LIVE
+            result = replayed(invocation, build, wrapped, instance, args, kwargs, where) if build is not None else LIVE
             if result is LIVE:
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:

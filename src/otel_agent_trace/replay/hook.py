@@ -1,7 +1,8 @@
 """The recorder's side of replay: asked by the chat wrapper before each client call.
 
 `replayed(...)` returns what the caller gets from the recording (the provider's `build` makes
-its SDK's response object from the recorded `ChatResponse`), or `LIVE` to call the provider. A
+its SDK's response object from the recorded `ChatResponse`, or for `with_raw_response` the wire
+body that the SDK's own method then receives, see replay/wire.py), or `LIVE` to call the provider. A
 divergence in strict mode raises `ReplayDivergence` out of the client call; a configured
 recording that cannot be replayed stops the process (see `replay.current`). The run's, step's
 and chat span carry `agent_trace.replay.of` = the original trace id.
@@ -15,14 +16,17 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
+from otel_agent_trace.replay.wire import Wire, through
 
 # build(response, request, instance, kwargs, method) -> the SDK object (an awaitable for an async
-# client); `method` is the patched call's name (`create`, `stream`, `parse`, `acompletion`...)
+# client; a `wire.Wire` for a raw call); `method` is the patched call's name (`create`, `stream`,
+# `parse`, `acompletion`...)
 Build = Callable[[ChatResponse, ChatRequest, Any, dict, str], Any]
 LIVE = object()
 
 
-def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, kwargs: dict, where: str) -> Any:
+def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, args: tuple, kwargs: dict,
+             where: str) -> Any:
     replayer = current()
     if replayer is None:
         return LIVE
@@ -37,6 +41,8 @@ def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, kwargs:
         return LIVE
     method = str(getattr(wrapped, "__name__", ""))
     result = safely(f"{where}.replay.build", build, response, invocation.request, instance, kwargs, method)
+    if isinstance(result, Wire):  # a raw call: the SDK's own method, its HTTP send answered in process
+        result = through(result, wrapped, args, kwargs)
     return LIVE if result is None else result
 
 

@@ -166,6 +166,11 @@ def stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
+def sse(chunks: list[dict[str, Any]]) -> bytes:
+    """Chat Completions chunks as server-sent events, ended by `[DONE]`."""
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
 def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
