@@ -302,3 +302,16 @@ def test_what_raw_replay_relies_on():
                    _openai("http://127.0.0.1:9/v1", openai.AsyncOpenAI), _claude("http://127.0.0.1:9", anthropic.AsyncAnthropic)):
         bases = {f"{c.__module__.split('.')[0]}.{c.__name__}" for c in type(client._client).__mro__}
         assert bases & {f"{lib}.{name}" for lib in LIBRARIES for name in ("Client", "AsyncClient")}, bases
+
+
+def test_uninstrument_takes_the_send_wrapper_off_and_the_next_replay_puts_it_back(tmp_path, monkeypatch):
+    """The `send` wrapper of a replayed raw call (replay/wire.py) leaves with the instrumentation:
+    after `uninstrument` the HTTP clients' `send` is the library's own again."""
+    import httpx2
+
+    tool_log(monkeypatch)
+    path, answer = record(tmp_path, chat_raw)
+    for _ in range(2):  # installed by the replay, removed by uninstrument, installed again
+        replayed_offline(path, chat_raw, answer)
+        assert not hasattr(httpx2.Client.send, "__wrapped__")
+        assert not hasattr(httpx2.AsyncClient.send, "__wrapped__")

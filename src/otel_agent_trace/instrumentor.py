@@ -31,6 +31,7 @@ from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
 from otel_agent_trace.recorder.run import wrap_as_run
+from otel_agent_trace.replay import wire as replay_wire
 from otel_agent_trace.tools.decorator import wrap_tool
 
 # keywords other instrumentors accept, which callers pass to all of them alike
@@ -104,6 +105,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         for owner, attr, original in reversed(self._patched_paths):
             setattr(owner, attr, original)
         self._patched_paths.clear()
+        safely("replay wire: uninstall", replay_wire.uninstall)
         get_handler().end_implicit_runs()
         EXIT_HOOKS.uninstall()
         set_handler(None)

@@ -10,8 +10,8 @@ made of the recorded body (JSON, or server-sent events for a stream, rendered by
 the scripted test server) with the request the SDK built. No socket is opened; everything above
 the send (headers, `parse()`, streams, post-parsers) is the SDK's own code.
 
-The send patch is installed on first use and is inert outside a replayed raw call (a context
-variable holds the one pending answer). If it cannot be installed the call goes live, said once.
+The send patch is installed on first use, is inert outside a replayed raw call (a context
+variable holds the one pending answer) and is removed by `uninstrument`. If it cannot be installed the call goes live, said once.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def sse_answer(body: bytes, is_async: bool) -> Wire:
 
 _pending: contextvars.ContextVar[Wire | None] = contextvars.ContextVar("agent_trace_replay_wire", default=None)
 _installed: bool | None = None
+_patched: list[Any] = []  # the HTTP library modules whose `send` is wrapped
 _lock = threading.Lock()
 
 
@@ -90,6 +91,7 @@ def _patch() -> bool:
         for module in found:
             wrapt.wrap_function_wrapper(module, "Client.send", _send)
             wrapt.wrap_function_wrapper(module, "AsyncClient.send", _send_async)
+            _patched.append(module)
         if not found:
             raise LookupError(f"none of {', '.join(LIBRARIES)} is imported")
     except Exception as exc:  # noqa: BLE001 - fail-open: the call goes live, said once
@@ -97,6 +99,19 @@ def _patch() -> bool:
                        "cannot answer them at the HTTP client (%s: %s)", type(exc).__name__, exc)
         return False
     return True
+
+
+def uninstall() -> None:
+    """Unwrap `send` (the instrumentor's `uninstrument`); the next replayed raw call installs it again."""
+    global _installed
+    from opentelemetry.instrumentation.utils import unwrap
+
+    with _lock:
+        while _patched:
+            module = _patched.pop()
+            unwrap(module.Client, "send")
+            unwrap(module.AsyncClient, "send")
+        _installed = None
 
 
 def _take() -> Wire | None:
