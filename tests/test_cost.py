@@ -49,6 +49,19 @@ def test_an_unknown_model_has_no_cost(instrument, client):
     assert COST not in attrs(chat)
 
 
+@pytest.mark.parametrize("how", ["keyword", "environment"])
+def test_cost_off_records_tokens_and_no_cost(instrument, client, monkeypatch, how):
+    if how == "environment":
+        monkeypatch.setenv("OTEL_AGENT_TRACE_COST", "false")
+        traced = instrument(max_steps=0)  # any keyword: the configuration is read again, the environment too
+    else:
+        traced = instrument(cost=False)
+    support_agent.handle_ticket(client, HEALTHY)
+    chats = traced.named("chat")
+    assert len(chats) == 3 and all(attrs(c)["gen_ai.usage.input_tokens"] > 0 for c in chats)
+    assert not any(COST in attrs(c) for c in chats)
+
+
 _WITHOUT_LIBRARY = """
 import sys
 sys.modules["genai_prices"] = None  # as if the `cost` extra were not installed

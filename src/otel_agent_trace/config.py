@@ -74,6 +74,7 @@ class AgentTraceConfig:
     replay: str | None = None  # traces.jsonl[#trace_id]: answer LLM calls from this recorded run (docs/replay.md)
     replay_mode: str = "strict"  # strict | fallthrough: on divergence, stop or go on live
     replay_tools: str = "live"  # live | recorded: decorated and named tools answered from the recording
+    cost: bool = True  # agent_trace.usage.cost_usd on chat spans (off: no pricing, the library never loads)
     prices: str | None = None  # a price file (JSON/YAML, model -> USD per million tokens) used before genai-prices
 
     @classmethod

@@ -77,7 +77,8 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(config)
         set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
-        cost.preload()  # the optional price library loads in the background
+        if config.cost:
+            cost.preload()  # the optional price library loads in the background
         self._active = True
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)

@@ -229,7 +229,8 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
             attributes[key] = count
     cost = safely("chat.cost", cost_usd, response.model or inv.request.model, inv.request.provider,
                   response.input_tokens, response.output_tokens, response.cache_read_tokens,
-                  response.cache_write_tokens, response.reasoning_tokens, inv.handler.config.prices)
+                  response.cache_write_tokens, response.reasoning_tokens,
+                  inv.handler.config.prices) if inv.handler.config.cost else None
     if cost is not None:
         attributes[COST_USD] = cost
     finish = response.finish_reasons[0] if response.finish_reasons else None
