@@ -173,8 +173,11 @@ def test_a_timeout_fails_the_chat(instrument):
 
 def _conversation_run(client, ticket, seeded):
     """The support agent in a server-side conversation: each request sends only its new items."""
-    conversation = client.conversations.create(items=[{"role": "user", "content": ticket}] if seeded else [])
-    items = [] if seeded else [{"role": "user", "content": ticket}]
+    first = [{"role": "user", "content": ticket}]
+    conversation = client.conversations.create(items=first if seeded == "at-create" else [])
+    if seeded == "added":  # items added outside any model call
+        client.conversations.items.create(conversation.id, items=first)
+    items = first if seeded == "in-request" else []
     for _ in range(support_agent.MAX_TURNS):
         response = client.responses.create(model=responses_agent.MODEL, instructions=support_agent.SYSTEM,
                                            tools=responses_agent.TOOLS, conversation=conversation.id, input=items)
@@ -184,7 +187,8 @@ def _conversation_run(client, ticket, seeded):
     raise AssertionError("no answer")
 
 
-@pytest.mark.parametrize("seeded", [False, True], ids=["items-in-request", "items-at-create"])
+@pytest.mark.parametrize("seeded", ["in-request", "at-create", "added"],
+                         ids=["items-in-request", "items-at-create", "items-added"])
 def test_a_conversation_run_is_recorded_like_the_whole_conversation(instrument, client, seeded):
     traced = instrument()
     responses_agent.handle_ticket(client, HEALTHY, chained=False)

@@ -83,6 +83,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
         wrapt.register_post_import_hook(self._patch_conversations, responses_provider.CONVERSATIONS_MODULE)
+        wrapt.register_post_import_hook(self._patch_conversation_items, responses_provider.ITEMS_MODULE)
         for module in anthropic_provider.MODULES:
             wrapt.register_post_import_hook(self._patch_anthropic, module)
         wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
@@ -120,6 +121,9 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _patch_conversations(self, module: Any) -> None:
         self._patch_client(module, responses_provider.CONVERSATION_TARGETS, responses_provider.conversation_created)
+
+    def _patch_conversation_items(self, module: Any) -> None:
+        self._patch_client(module, responses_provider.ITEMS_TARGETS, responses_provider.items_added)
 
     def _patch_anthropic(self, module: Any) -> None:
         self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)

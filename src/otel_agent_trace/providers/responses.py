@@ -45,6 +45,8 @@ DECISION_PARAMS = (
 _SKIPPED = frozenset({"reasoning", "item_reference"})
 CONVERSATIONS_MODULE = "openai.resources.conversations.conversations"
 CONVERSATION_TARGETS = ("Conversations.create", "AsyncConversations.create")
+ITEMS_MODULE = "openai.resources.conversations.items"
+ITEMS_TARGETS = ("Items.create", "AsyncItems.create")
 # built-in tool call items → (tool name, the fields that are its arguments, the fields that are its result)
 BUILT_IN = {
     "web_search_call": ("web_search", ("action",), ("status",)),
@@ -172,18 +174,38 @@ def _seed_conversation(conversation: Any, items: Any) -> None:
     CONTEXTS.put(_conversation_key(conversation), messages, [hashing.message_hash(m) for m in messages])
 
 
+def _add_to_conversation(conversation: Any, items: Any) -> None:
+    """`conversations.items.create`: the items join the end of the conversation's context (of an
+    unknown conversation, they are all the context known)."""
+    key = _conversation_key(conversation)
+    prior = CONTEXTS.get(key)
+    messages, hashes = (list(prior[0]), list(prior[1])) if prior else ([], [])
+    new = to_messages(items) if items is not None and not is_omitted(items) else []
+    CONTEXTS.put(key, messages + new, hashes + [hashing.message_hash(m) for m in new])
+
+
 def conversation_created(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """`conversations.create(items=...)`: the new conversation's context is its items."""
-    result = wrapped(*args, **kwargs)
+    return _then(wrapped(*args, **kwargs), lambda result: _seed_conversation(result, kwargs.get("items")))
+
+
+def items_added(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """`conversations.items.create(conversation_id, items=...)`, once the server took them."""
+    conversation = args[0] if args else kwargs.get("conversation_id")
+    return _then(wrapped(*args, **kwargs), lambda result: _add_to_conversation(conversation, kwargs.get("items")))
+
+
+def _then(result: Any, remember: Any) -> Any:
+    """`remember(result)` (fail-open) after a sync result, or after the awaited async one."""
     if hasattr(result, "__await__"):
-        return _seeded(result, kwargs.get("items"))
-    safely("responses.conversation", _seed_conversation, result, kwargs.get("items"))
+        return _awaited_then(result, remember)
+    safely("responses.conversation", remember, result)
     return result
 
 
-async def _seeded(awaitable: Any, items: Any) -> Any:
+async def _awaited_then(awaitable: Any, remember: Any) -> Any:
     result = await awaitable
-    safely("responses.conversation", _seed_conversation, result, items)
+    safely("responses.conversation", remember, result)
     return result
 
 

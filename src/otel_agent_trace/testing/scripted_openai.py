@@ -193,6 +193,10 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             gemini = scripted_genai.route(self.path)  # (model, streamed) of a Gemini API path
             if gemini:
                 api, body = "genai", {**body, "model": gemini[0], "messages": scripted_genai.chat_view(body)}
+            if api == "items" and "/conversations/" in self.path:  # items added to a conversation
+                conversation = self.path.rstrip("/").split("/")[-2]
+                with server._lock:
+                    return self._json(200, scripted_responses.add_items(conversation, body, server.conversations))
             if api == "conversations":  # the Responses API's server-side conversations
                 with server._lock:
                     return self._json(200, scripted_responses.new_conversation(body, server.conversations))

@@ -30,6 +30,17 @@ def conversation_id(body: Mapping[str, Any]) -> str | None:
     return conversation if isinstance(conversation, str) else (conversation or {}).get("id")
 
 
+def add_items(conversation: str, body: Mapping[str, Any], stored: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """`POST /v1/conversations/{id}/items`: the items join the stored conversation."""
+    items = list(body.get("items") or [])
+    stored[conversation] = [*stored.get(conversation, []), *chat_view({"input": items}, {})]
+    data = [{"id": f"item_scripted_{next(_ids)}", "type": "message", "status": "completed",
+             "role": item.get("role", "user"), "content": [{"type": "input_text", "text": item.get("content", "")}]}
+            for item in items if isinstance(item, dict)]
+    return {"object": "list", "data": data, "has_more": False,
+            "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None}
+
+
 def new_conversation(body: Mapping[str, Any], stored: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """`POST /v1/conversations`: a server-side conversation holding the given items."""
     conversation = {"id": f"conv_scripted_{next(_ids)}", "object": "conversation", "created_at": int(time.time()),
