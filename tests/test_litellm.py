@@ -174,3 +174,20 @@ def test_the_router_completion_is_one_chat_span(instrument, demo_server):
     [chat] = traced.named("chat")
     assert attrs(chat)["gen_ai.provider.name"] == "openai"
     assert len(traced.named("agent_step")) == 1
+
+
+def test_router_acompletion_is_one_chat_span(instrument, demo_server):
+    traced = instrument()
+    router = litellm.Router(model_list=[{"model_name": "support", "litellm_params": {
+        "model": "openai/gpt-4o-mini", "api_base": demo_server.base_url, "api_key": "test"}}], num_retries=0)
+
+    async def call():
+        return await router.acompletion(model="support", messages=[{"role": "user", "content": HEALTHY}],
+                                        tools=support_agent.TOOL_SCHEMAS)
+
+    response = asyncio.run(call())
+    assert response.choices[0].message.tool_calls[0].function.name == "lookup_order"
+    [chat] = traced.named("chat")
+    assert attrs(chat)["gen_ai.provider.name"] == "openai"
+    assert attrs(chat)["gen_ai.request.model"] == "openai/gpt-4o-mini"  # the deployment the router chose
+    assert len(traced.named("agent_step")) == 1
