@@ -370,13 +370,20 @@ def test_trail_gaia_figures(tmp_path):
     base = r["baseline: error-status/exception spans"]
     assert (base["hit@1"], base["system_execution_found"]) == (18, 8)  # the README's baseline, same scorer
     where = r["errors[] where they appeared"]
-    located = r["errors[] as the report locates them"]  # the report's own list: proven first, then suspicions
-    assert located["hit@1"] >= 55 and located["precision"] >= 0.71 and located["precision"] > where["precision"] + 0.3
-    assert located["system_execution_found"] >= 16
+    # the report's own list: one entry per distinct error of a run (repeats folded), proven first
+    located = r["errors[] as the report gives them (one entry per error)"]
+    assert located["hit@1"] >= 55 and located["system_execution_found"] >= 16
+    assert (located["entries_matched"], located["entries"]) == (95, 118)  # per entry: 0.81
+    assert (located["matched"], located["predicted"]) == (159, 222)  # per span: 0.72, as before folding
+    assert located["entry_precision"] >= 0.8 and located["precision"] > where["precision"] + 0.3
     assert r["  + recovered[]"]["system_execution_found"] >= 21  # the README counts recovered[] in this recall
+    unfolded = r["before folding: one entry per occurrence"]  # the same spans, one entry per occurrence
+    assert (unfolded["entries_matched"], unfolded["entries"]) == (150, 195)
+    assert (unfolded["hit@1"], unfolded["matched"], unfolded["predicted"]) == (55, 159, 222)
     proven = r["proven errors[] only (suspicions apart)"]
     assert (proven["hit@1"], proven["matched"], proven["predicted"]) == (39, 142, 191)
-    before = r["one place per error (before)"]  # tool failures at their reader only
+    assert (proven["entries_matched"], proven["entries"]) == (78, 87)
+    before = r["one place per occurrence (before located_at)"]  # tool failures at their reader only
     assert (before["hit@1"], before["matched"], before["predicted"]) == (52, 146, 195)
     assert r["origin + chain"]["hit@1"] >= 20  # failed and suspect runs
     types = r["precision by error type (errors[] as located)"]
