@@ -9,22 +9,27 @@ script would (`--report FILE` scores a JSON report already written). The trace f
 the span tree (the scorer's one hop) and the trivial baselines only.
 
 Scoring (the benchmark's README): a predicted span matches a gold error when it is the same span
-or one hop away (parent/child). Per prediction list: origin hit@1 / hit@3 against
-`gold.earliest_high_span_id` (over the traces that have one); precision, the share of predicted
-spans that match some gold error; recall of all gold errors and of the System Execution ones.
+or one hop away (parent/child). Per list, per trace, the entries a user reads in rank order, each
+the spans it names: origin hit@1 / hit@3 against `gold.earliest_high_span_id` on the spans in
+reading order (rank 1 is the first span the report names); precision per span (every distinct
+span named: the README's unit) and per entry (an entry is right when one of its spans matches:
+since the report folds the repeats of an error into one `errors[]` entry, that is one distinct
+error with all its places); recall of all gold errors and of the System Execution ones.
 
 Lists, per trace, from the JSON (runs of a trace merged in the report's ranking: proven before
 suspected, then by start time):
 * `origin + chain`: each failed or suspect run's `origin`, then its `chain` hops that carry an error type;
-* `errors[] where they appeared`: each entry's `span_id`;
-* **`errors[] as the report locates them`** (the report's own list): each entry's `located_at`, in
-  order (the decision that made or ran it; for a tool or environment failure also the decision
-  that read it); `+ recovered[]`: then the recovered errors' `located_at` (TRAIL labels an error
-  whether or not the agent recovered from it; System Execution recall counts them, as the corpus
-  README says);
+* `errors[] where they appeared`: each occurrence's `span_id`;
+* **`errors[] as the report gives them (one entry per error)`** (the report's own list): each
+  entry's `located_at`, in order (every occurrence's places: the decision that made or ran it;
+  for a tool or environment failure also the decision that read it); `+ recovered[]`: then the
+  recovered errors' `located_at` (TRAIL labels an error whether or not the agent recovered from
+  it; System Execution recall counts them, as the corpus README says);
 * `proven errors[] only`: the same without the entries flagged `suspicion`;
-* `one place per error` (the placement before this commit, for comparison): `decision_span_id`, a
-  tool or environment failure at `read_by_span_id` instead.
+* `before folding: one entry per occurrence`: each occurrence's `located_at` (`occurrences[]`),
+  the report's list before errors were folded, for comparison;
+* `one place per occurrence (before located_at)`: `decision_span_id`, a tool or environment
+  failure at `read_by_span_id` instead (the placement before `located_at`).
 """
 
 from __future__ import annotations
@@ -220,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(r, dict) or "hit@1" not in r:
             continue
         print(f"| {key.strip()} | {r['hit@1']}/{r['traces_with_high']} | {r['hit@3']}/{r['traces_with_high']} | "
-              f"{r['entry_precision']:.2f} ({r['entries_matched']}/{r['entries']}) | "
-              f"{r['precision']:.2f} ({r['matched']}/{r['predicted']}) | {r['recall_rate']:.2f} ({r['recall']}) | "
+              f"{r['entry_precision']:.3f} ({r['entries_matched']}/{r['entries']}) | "
+              f"{r['precision']:.3f} ({r['matched']}/{r['predicted']}) | {r['recall_rate']:.2f} ({r['recall']}) | "
               f"{r['system_execution_found']}/{r['system_execution_total']} |")
     print("precision by error type (errors[] as located):",
           ", ".join(f"{k} {v}" for k, v in results["precision by error type (errors[] as located)"].items()))
