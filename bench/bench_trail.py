@@ -9,22 +9,27 @@ script would (`--report FILE` scores a JSON report already written). The trace f
 the span tree (the scorer's one hop) and the trivial baselines only.
 
 Scoring (the benchmark's README): a predicted span matches a gold error when it is the same span
-or one hop away (parent/child). Per prediction list: origin hit@1 / hit@3 against
-`gold.earliest_high_span_id` (over the traces that have one); precision, the share of predicted
-spans that match some gold error; recall of all gold errors and of the System Execution ones.
+or one hop away (parent/child). Per list, per trace, the entries a user reads in rank order, each
+the spans it names: origin hit@1 / hit@3 against `gold.earliest_high_span_id` on the spans in
+reading order (rank 1 is the first span the report names); precision per span (every distinct
+span named: the README's unit) and per entry (an entry is right when one of its spans matches:
+since the report folds the repeats of an error into one `errors[]` entry, that is one distinct
+error with all its places); recall of all gold errors and of the System Execution ones.
 
 Lists, per trace, from the JSON (runs of a trace merged in the report's ranking: proven before
 suspected, then by start time):
 * `origin + chain`: each failed or suspect run's `origin`, then its `chain` hops that carry an error type;
-* `errors[] where they appeared`: each entry's `span_id`;
-* **`errors[] as the report locates them`** (the report's own list): each entry's `located_at`, in
-  order (the decision that made or ran it; for a tool or environment failure also the decision
-  that read it); `+ recovered[]`: then the recovered errors' `located_at` (TRAIL labels an error
-  whether or not the agent recovered from it; System Execution recall counts them, as the corpus
-  README says);
+* `errors[] where they appeared`: each occurrence's `span_id`;
+* **`errors[] as the report gives them (one entry per error)`** (the report's own list): each
+  entry's `located_at`, in order (every occurrence's places: the decision that made or ran it;
+  for a tool or environment failure also the decision that read it); `+ recovered[]`: then the
+  recovered errors' `located_at` (TRAIL labels an error whether or not the agent recovered from
+  it; System Execution recall counts them, as the corpus README says);
 * `proven errors[] only`: the same without the entries flagged `suspicion`;
-* `one place per error` (the placement before this commit, for comparison): `decision_span_id`, a
-  tool or environment failure at `read_by_span_id` instead.
+* `before folding: one entry per occurrence`: each occurrence's `located_at` (`occurrences[]`),
+  the report's list before errors were folded, for comparison;
+* `one place per occurrence (before located_at)`: `decision_span_id`, a tool or environment
+  failure at `read_by_span_id` instead (the placement before `located_at`).
 """
 
 from __future__ import annotations
@@ -72,8 +77,13 @@ def report_of(traces: str) -> dict[str, Any]:
 
 
 def located(entry: dict[str, Any]) -> list[str]:
-    """Where the report locates an error (its `located_at`)."""
+    """Where the report locates an error (its `located_at`: every occurrence's places)."""
     return entry.get("located_at") or [entry.get("decision_span_id") or entry["span_id"]]
+
+
+def occurrences(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The occurrences of a folded `errors[]` entry, each with its own `located_at`."""
+    return entry.get("occurrences") or [entry]
 
 
 def one_place(entry: dict[str, Any]) -> str:
@@ -87,9 +97,12 @@ def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (bool(e.get("suspicion")), e.get("start_time_unix_nano") or 0))
 
 
-def predictions(report: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
-    """Per list name: per trace, the predicted span ids in rank order, without duplicates."""
-    lists: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+Entries = list[list[str]]  # per trace: the entries a user reads, in rank order, each its located spans
+
+
+def predictions(report: dict[str, Any]) -> dict[str, dict[str, Entries]]:
+    """Per list name: per trace, the entries in rank order, each as the spans it names."""
+    lists: dict[str, dict[str, Entries]] = defaultdict(lambda: defaultdict(list))
     errors: dict[str, list[dict[str, Any]]] = defaultdict(list)
     recovered: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run in report["runs"]:
@@ -97,43 +110,50 @@ def predictions(report: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
         if run["status"] != "ok":
             chain = lists["origin + chain"][trace]
             if run["origin"]:
-                chain.append(run["origin"]["span_id"])
-            chain.extend(h["span_id"] for h in run["chain"] if h.get("error_type") and h["span_id"] != run["run_span_id"])
+                chain.append([run["origin"]["span_id"]])
+            chain.extend([h["span_id"]] for h in run["chain"] if h.get("error_type") and h["span_id"] != run["run_span_id"])
         errors[trace].extend(run["errors"])
         recovered[trace].extend(run.get("recovered") or ())
     for trace in set(errors) | set(recovered):
         ranked, rec = _ranked(errors[trace]), _ranked(recovered[trace])
-        placed = [x for e in ranked for x in located(e)]
-        lists["errors[] where they appeared"][trace] = [e["span_id"] for e in ranked]
-        lists["errors[] as the report locates them"][trace] = placed
-        lists["  + recovered[]"][trace] = placed + [x for e in rec for x in located(e)]
-        proven = [x for e in ranked if not e.get("suspicion") for x in located(e)]
-        lists["proven errors[] only (suspicions apart)"][trace] = proven
-        lists["  + recovered[] "][trace] = proven + [x for e in rec for x in located(e)]
-        lists["one place per error (before)"][trace] = [one_place(e) for e in ranked]
-        lists["  + recovered[]  "][trace] = [one_place(e) for e in ranked] + [
-            e.get("decision_span_id") or e["span_id"] for e in rec]
-    return {name: {t: list(dict.fromkeys(ids)) for t, ids in per.items()} for name, per in lists.items()}
+        each = _ranked([e | o for e in ranked for o in occurrences(e)])
+        rec_entries = [located(e) for e in rec]
+        lists["errors[] where they appeared"][trace] = [[o["span_id"]] for o in each]
+        lists["errors[] as the report gives them (one entry per error)"][trace] = [located(e) for e in ranked]
+        lists["  + recovered[]"][trace] = [located(e) for e in ranked] + rec_entries
+        lists["proven errors[] only (suspicions apart)"][trace] = [located(e) for e in ranked if not e.get("suspicion")]
+        lists["  + recovered[] "][trace] = [located(e) for e in ranked if not e.get("suspicion")] + rec_entries
+        lists["before folding: one entry per occurrence"][trace] = [located(o) for o in each]
+        lists["  + recovered[]  "][trace] = [located(o) for o in each] + rec_entries
+        lists["one place per occurrence (before located_at)"][trace] = [[one_place(o)] for o in each]
+    return {name: {t: [list(e) for e in dict.fromkeys(tuple(e) for e in entries)] for t, entries in per.items()}
+            for name, per in lists.items()}
 
 
-def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, Any]:
+def score(pred: dict[str, Entries], labels: list[dict[str, Any]], parents: dict[str, dict[str, str | None]]) -> dict[str, Any]:
+    """hit@k on the spans in reading order (the first span the report names is rank 1); precision
+    per span (every distinct span named, the corpus README's unit) and per entry (an entry, as a
+    user reads it, is right when one of the spans it names matches a gold error)."""
     hit1 = hit3 = with_high = 0
-    predicted = matched = 0
+    predicted = matched = entries = entries_matched = 0
     sys_total = sys_found = 0
     gold_total = gold_found = 0
     for lab in labels:
         trace = lab["trace_id"]
         parent = parents.get(trace, {})
         gold = [e for e in lab["gold"]["errors"] if e.get("span_id")]
-        ranked = pred.get(trace, [])
+        listed = pred.get(trace, [])
+        ranked = list(dict.fromkeys(x for entry in listed for x in entry))
         high = lab["gold"].get("earliest_high_span_id")
         if high:
             with_high += 1
             hit1 += any(near(p, high, parent) for p in ranked[:1])
             hit3 += any(near(p, high, parent) for p in ranked[:3])
-        for p in ranked:
-            predicted += 1
-            matched += any(near(p, g["span_id"], parent) for g in gold)
+        good = {p for p in ranked if any(near(p, g["span_id"], parent) for g in gold)}
+        predicted += len(ranked)
+        matched += len(good)
+        entries += len(listed)
+        entries_matched += sum(1 for entry in listed if good.intersection(entry))
         for g in gold:
             gold_total += 1
             gold_found += any(near(p, g["span_id"], parent) for p in ranked)
@@ -143,6 +163,8 @@ def score(pred: dict[str, list[str]], labels: list[dict[str, Any]], parents: dic
     return {"traces_with_high": with_high, "hit@1": hit1, "hit@3": hit3,
             "predicted": predicted, "matched": matched,
             "precision": round(matched / predicted, 3) if predicted else 0.0,
+            "entries": entries, "entries_matched": entries_matched,
+            "entry_precision": round(entries_matched / entries, 3) if entries else 0.0,
             "recall": f"{gold_found}/{gold_total}", "recall_rate": round(gold_found / gold_total, 3) if gold_total else 0.0,
             "system_execution_found": sys_found, "system_execution_total": sys_total}
 
@@ -153,7 +175,7 @@ def by_type(report: dict[str, Any], labels: list[dict[str, Any]], parents: dict[
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for run in report["runs"]:
         trace = run["trace_id"]
-        for e in run["errors"]:
+        for e in (x | o for x in run["errors"] for o in occurrences(x)):
             for i, at in enumerate(located(e)):
                 key = (e["error_type"] or "?") + (" (suspicion)" if e.get("suspicion") else "") + (" @reader" if i else "")
                 counts[key][1] += 1
@@ -162,11 +184,11 @@ def by_type(report: dict[str, Any], labels: list[dict[str, Any]], parents: dict[
 
 
 def baseline(spans: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
-    """Spans with error status or an exception event, earliest first."""
-    out: dict[str, list[str]] = {}
+    """Spans with error status or an exception event, earliest first (one entry each)."""
+    out: dict[str, Entries] = {}
     for trace, items in spans.items():
         ordered = sorted(items, key=lambda s: int(s["startTimeUnixNano"]))
-        out[trace] = [s["spanId"] for s in ordered
+        out[trace] = [[s["spanId"]] for s in ordered
                       if (s.get("status") or {}).get("code") == 2 or any(e.get("name") == "exception" for e in s.get("events") or ())]
     return out
 
@@ -196,13 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     results["precision by error type (errors[] as located)"] = by_type(report, labels, parents)
     print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, {results['runs']} runs "
           f"{results['statuses']}")
-    print(f"| what the user reads | origin@1 vs earliest HIGH | hit@3 | precision | recall (all gold) | System Execution recall |")
-    print("|---|---|---|---|---|---|")
+    print("| what the user reads | origin@1 vs earliest HIGH | hit@3 | precision per entry | precision per span "
+          "| recall (all gold) | System Execution recall |")
+    print("|---|---|---|---|---|---|---|")
     for key, r in results.items():
         if not isinstance(r, dict) or "hit@1" not in r:
             continue
         print(f"| {key.strip()} | {r['hit@1']}/{r['traces_with_high']} | {r['hit@3']}/{r['traces_with_high']} | "
-              f"{r['precision']:.2f} ({r['matched']}/{r['predicted']}) | {r['recall_rate']:.2f} ({r['recall']}) | "
+              f"{r['entry_precision']:.3f} ({r['entries_matched']}/{r['entries']}) | "
+              f"{r['precision']:.3f} ({r['matched']}/{r['predicted']}) | {r['recall_rate']:.2f} ({r['recall']}) | "
               f"{r['system_execution_found']}/{r['system_execution_total']} |")
     print("precision by error type (errors[] as located):",
           ", ".join(f"{k} {v}" for k, v in results["precision by error type (errors[] as located)"].items()))

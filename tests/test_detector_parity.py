@@ -149,7 +149,8 @@ def strip(path: Path, out: Path) -> Path:
 
 def offline_errors(path: Path, tmp: Path) -> set[tuple[int | None, str]]:
     [run] = analyze_json(path)["runs"]
-    listed = run["errors"] + run["recovered"]
+    # every occurrence: an errors[] entry folds the repeats of one error (docs/analyzer.md, Folding)
+    listed = [e | o for e in run["errors"] for o in e["occurrences"]] + run["recovered"]
     return {(e["step_index"], e["error_type"]) for e in listed if e["error_type"] in DETECTOR_TYPES}
 
 

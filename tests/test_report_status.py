@@ -4,6 +4,9 @@ what recovered each. Runs through the real openai client, our exporter and the C
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from scenario_agent import analyze_json, call, record_run, schema_for
 from test_scenarios import SEED_004, fifty_step_script, fifty_step_tools, seed_004_tools
@@ -116,3 +119,35 @@ def test_an_answer_value_inside_a_longer_result_value_is_unverified(server, tmp_
         call("lookup_order", ref="last"), {"content": "Your refund for order A1001 is on its way."}],
         {"lookup_order": lambda ref: {"order": "A1001", "state": "found"}}))
     assert healthy["summary"]["metrics"]["reliability"]["verifiability"] == 1.0
+
+
+def test_repeats_of_one_error_are_one_entry_with_every_place(server, tmp_path):
+    """A tool that fails three times (another tool's failure in between) is one `errors[]` entry,
+    `count` 3, its three occurrences and all their places; the other failure is its own entry. The
+    text, markdown and HTML reports say which error repeated (docs/analyzer.md, Folding)."""
+    def search(q):
+        raise LookupError("index offline")
+
+    def fetch(url):
+        raise ValueError("bad url")
+
+    path = record_run(server, tmp_path / "t.jsonl", "find the Q3 report", [
+        call("search", q="q3 report"), call("search", q="report q3"), call("fetch", url="intranet/q3"),
+        call("search", q="quarterly report"), {"content": "I could not find the Q3 report."}],
+        {"search": search, "fetch": fetch})
+    [run] = analyze_json(path)["runs"]
+    assert run["status"] == "failed" and run["origin"]["tool"] == "search"
+    searched, fetched = run["errors"]
+    assert (searched["span_name"], searched["count"], fetched["span_name"], fetched["count"]) == \
+        ("execute_tool search", 3, "execute_tool fetch", 1)
+    assert [o["step_index"] for o in searched["occurrences"]] == [0, 1, 3]
+    assert searched["occurrences"][0]["span_id"] == searched["span_id"] == run["origin"]["span_id"]
+    assert searched["located_at"] == list(dict.fromkeys(x for o in searched["occurrences"] for x in o["located_at"]))
+    assert len({o["span_id"] for o in searched["occurrences"]}) == 3  # nothing dropped
+    line = "tool_error_result at execute_tool search, 3 times (steps 0, 1, 3)"
+    for fmt in ("text", "md", "html"):
+        out = tmp_path / f"r.{fmt}"
+        subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", str(path), "--format", fmt,
+                        "-o", str(out)], check=True, capture_output=True)
+        assert line in out.read_text(), fmt
+        assert "execute_tool fetch, 1 times" not in out.read_text()

@@ -370,16 +370,95 @@ def test_trail_gaia_figures(tmp_path):
     base = r["baseline: error-status/exception spans"]
     assert (base["hit@1"], base["system_execution_found"]) == (18, 8)  # the README's baseline, same scorer
     where = r["errors[] where they appeared"]
-    located = r["errors[] as the report locates them"]  # the report's own list: proven first, then suspicions
-    assert located["hit@1"] >= 55 and located["precision"] >= 0.71 and located["precision"] > where["precision"] + 0.3
-    assert located["system_execution_found"] >= 16
+    # the report's own list: one entry per distinct error of a run (repeats folded), proven first
+    located = r["errors[] as the report gives them (one entry per error)"]
+    assert located["hit@1"] >= 55 and located["system_execution_found"] >= 16
+    assert (located["entries_matched"], located["entries"]) == (95, 118)  # per entry: 0.81
+    assert (located["matched"], located["predicted"]) == (159, 222)  # per span: 0.72, as before folding
+    assert located["entry_precision"] >= 0.8 and located["precision"] > where["precision"] + 0.3
     assert r["  + recovered[]"]["system_execution_found"] >= 21  # the README counts recovered[] in this recall
+    unfolded = r["before folding: one entry per occurrence"]  # the same spans, one entry per occurrence
+    assert (unfolded["entries_matched"], unfolded["entries"]) == (150, 195)
+    assert (unfolded["hit@1"], unfolded["matched"], unfolded["predicted"]) == (55, 159, 222)
     proven = r["proven errors[] only (suspicions apart)"]
     assert (proven["hit@1"], proven["matched"], proven["predicted"]) == (39, 142, 191)
-    before = r["one place per error (before)"]  # tool failures at their reader only
+    assert (proven["entries_matched"], proven["entries"]) == (78, 87)
+    before = r["one place per occurrence (before located_at)"]  # tool failures at their reader only
     assert (before["hit@1"], before["matched"], before["predicted"]) == (52, 146, 195)
     assert r["origin + chain"]["hit@1"] >= 20  # failed and suspect runs
     types = r["precision by error type (errors[] as located)"]
     assert types["unsupported_answer"] == "26/27"  # the plan named a tool it never called
     assert types["unsupported_answer (suspicion)"] == "17/31"
     assert types["tool_exception"] == "20/38" and types["tool_exception @reader"] == "27/38"
+
+
+def _cli(path: Path, fmt: str, out: Path) -> str:
+    subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", str(path), "--format", fmt, "-o", str(out)],
+                   check=True, capture_output=True)
+    return out.read_text()
+
+
+def _assert_folded(run: dict) -> None:
+    """Each entry: its occurrences earliest first, the first one's keys, and as `located_at` every
+    occurrence's places; no error span in two entries."""
+    for e in run["errors"]:
+        occ = e["occurrences"]
+        assert e["count"] == len(occ) and occ[0]["span_id"] == e["span_id"]
+        assert [o["start_time_unix_nano"] for o in occ] == sorted(o["start_time_unix_nano"] for o in occ)
+        assert e["located_at"] == list(dict.fromkeys(x for o in occ for x in o["located_at"]))
+    spans = [o["span_id"] for e in run["errors"] for o in e["occurrences"]]
+    assert len(spans) == len(set(spans))
+
+
+def test_repeats_of_one_error_fold_into_one_entry_by_exception_class(tmp_path):
+    """smolagents' shape: the same bad `page_down` call twice is one entry with two places; two
+    failures of one tool with different exception classes stay two entries."""
+    extra = []
+    for k, (tool, kind, message) in enumerate([
+            ("PageDownTool", "TypeError", "PageDownTool.forward() got an unexpected keyword argument ''"),
+            ("TextInspectorTool", "UnboundLocalError", "cannot access local variable 'res'"),
+            ("PageDownTool", "TypeError", "PageDownTool.forward() got an unexpected keyword argument 'page'"),
+            ("TextInspectorTool", "FileConversionException", "Could not convert 'a.xlsx' to Markdown")]):
+        step, llm, sid = (f"0000000000000{k}f{c}" for c in "123")
+        name = "page_down" if tool == "PageDownTool" else "inspect_file_as_text"
+        extra += [span(T, step, "00000000000000a1", f"Step {k + 1}", 10 + 10 * k, {OI: "CHAIN"}),
+                  _llm(llm, step, 11 + 10 * k, [(name, '{"x": 1}')]),
+                  span(T, sid, step, tool, 12 + 10 * k, {OI: "TOOL", "tool.name": name, "input.value": '{"x": 1}'},
+                       status=2, events=[_exc(kind, message)])]
+    extra += [span(T, "00000000000009f1", "00000000000000a1", "Step 5", 60, {OI: "CHAIN"}),
+              _llm("00000000000009f2", "00000000000009f1", 61, [("final_answer", '{"answer": "42"}')])]
+    path = tmp_path / "t.jsonl"
+    path.write_text(line(_agent(extra)))
+    (run,) = json.loads(_cli(path, "json", tmp_path / "r.json"))["runs"]
+    _assert_folded(run)
+    got = [(e["span_name"], e["exception_type"], e["count"]) for e in run["errors"]]
+    assert got == [("PageDownTool", "TypeError", 2), ("TextInspectorTool", "UnboundLocalError", 1),
+                   ("TextInspectorTool", "FileConversionException", 1)]
+    page = run["errors"][0]
+    assert [o["span_id"] for o in page["occurrences"]] == ["00000000000000f3", "00000000000002f3"]
+    assert page["located_at"] == ["00000000000000f1", "00000000000002f1"]  # the two steps that made the call
+
+
+@pytest.mark.skipif(not (TRAIL_DIR / "traces.jsonl.gz").exists(), reason="the TRAIL GAIA corpus is not beside the repository")
+def test_folding_on_a_real_trail_trace(tmp_path):
+    """One real smolagents trace of TRAIL GAIA (a `page_down` streak, a text inspector failing in two
+    ways), through the CLI: one entry per distinct error, every occurrence kept, and the text
+    report says which errors repeated."""
+    import gzip
+
+    wanted = "396b6aa1ab86eb2e20d27582eb5eebd9"
+    with gzip.open(TRAIL_DIR / "traces.jsonl.gz", "rt") as handle:
+        path = tmp_path / "one.jsonl"
+        path.write_text(next(x for x in handle if wanted in x))
+    runs = json.loads(_cli(path, "json", tmp_path / "r.json"))["runs"]
+    (run,) = [r for r in runs if r["errors"]]
+    _assert_folded(run)
+    got = [(e["span_name"], e["error_type"], e["exception_type"], e["count"]) for e in run["errors"]]
+    assert got == [("PageDownTool", "invalid_arguments", "TypeError", 4),
+                   ("TextInspectorTool", "tool_exception", "UnboundLocalError", 3),
+                   ("TextInspectorTool", "tool_exception", "UnsupportedFormatException", 1)]
+    assert [o["step_index"] for o in run["errors"][0]["occurrences"]] == [11, 15, 16, 17]
+    text = _cli(path, "text", tmp_path / "r.txt")
+    assert "repeated : invalid_arguments at PageDownTool (TypeError), 4 times (steps 11, 15, 16, 17)" in text
+    assert "repeated : tool_exception at TextInspectorTool (UnboundLocalError), 3 times (steps 21, 23, 26)" in text
+    assert "UnsupportedFormatException), 1 times" not in text

@@ -121,7 +121,7 @@ def _assertions(a: dict[str, Any], run: Any, report: dict[str, Any], metrics: An
     out: list[str] = []
     recovered = {r["span_id"] for r in report.get("recovered") or ()}
     if a.get("no_unhandled_tool_error"):
-        for error in report.get("errors") or ():
+        for error in _occurrences(report):
             if error.get("error_type") in TOOL_ERRORS and error["span_id"] not in recovered:
                 out.append(_tool_error(run, error))
     for name in a.get("tool_never_empty_arguments") or ():
@@ -130,7 +130,7 @@ def _assertions(a: dict[str, Any], run: Any, report: dict[str, Any], metrics: An
                     _empty(parse_json_or_text(span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))):
                 out.append(f"tool {name} called with empty arguments at step {run.step_index_of(span)}")
     if a.get("no_fabricated_value"):
-        for error in report.get("errors") or ():
+        for error in _occurrences(report):
             if error.get("error_type") == "fabricated_value":
                 out.append(f"fabricated value at step {error.get('step_index')}")
     fields = a.get("final_answer_fields") or ()
@@ -167,6 +167,12 @@ def _failure(report: dict[str, Any]) -> str:
         parts.append(f"{critical.get('error_type')}: {critical.get('description')}")
     parts += [f"rule {r['rule_id']}" for r in report.get("rules") or ()]
     return "; ".join(parts) or "the run failed"
+
+
+def _occurrences(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every occurrence of the run's `errors[]` (an entry folds the repeats of one error), each
+    with its entry's keys: an assertion names each place an error occurred, as before folding."""
+    return [error | occurrence for error in report.get("errors") or () for occurrence in error.get("occurrences") or [{}]]
 
 
 def _tool_error(run: Any, error: dict[str, Any]) -> str:

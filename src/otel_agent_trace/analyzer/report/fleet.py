@@ -21,8 +21,26 @@ def signature(run: dict[str, Any]) -> Signature:
     (the tool, or the kind of span without its step number), bug class."""
     rules = "+".join(dict.fromkeys(x["rule_id"] for x in run.get("rules") or ())) or "-"
     origin = run.get("origin") or {}
-    where = origin.get("tool") or " ".join(w for w in str(origin.get("span_name") or "-").split() if not w.isdigit())
+    where = origin.get("tool") or span_kind(origin.get("span_name") or "-")
     return rules, str(origin.get("error_type") or "-"), where, str(run.get("bug_class") or "-")
+
+
+def span_kind(span_name: str) -> str:
+    """A span's name without its step number (`Step 12` -> `Step`): what two steps share."""
+    return " ".join(w for w in str(span_name).split() if not w.isdigit())
+
+
+def repeated(run: dict[str, Any]) -> list[str]:
+    """The run's `errors[]` entries that occurred more than once, one line each, as every report
+    shows them: `invalid_arguments at PageDownTool, 10 times (steps 5, 8, 9)`."""
+    out = []
+    for e in run.get("errors") or ():
+        if e.get("count", 1) > 1:
+            steps = [o["step_index"] for o in e["occurrences"] if o.get("step_index") is not None]
+            out.append(f"{e['error_type']} at {span_kind(e['span_name'])}"
+                       + (f" ({e['exception_type']})" if e.get("exception_type") else "")
+                       + f", {e['count']} times" + (f" (steps {', '.join(map(str, steps))})" if steps else ""))
+    return out
 
 
 def failure_groups(runs: list[dict[str, Any]]) -> dict[Signature, list[dict[str, Any]]]:

@@ -18,6 +18,7 @@ from otel_agent_trace.analyzer.graph import RESULT_OF
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
 from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, Signature, examples,
+                                                   repeated,
                                                    failure_groups, reliability_items, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.runs import is_step_span, is_tool_span
@@ -209,6 +210,9 @@ def _run(run: dict[str, Any], finding: Finding | None) -> str:
         out.append("</table>")
     if run["evidence"]:
         out.append("<h3>Evidence</h3><ul class='evidence'>" + "".join(f"<li>{E(e)}</li>" for e in run["evidence"]) + "</ul>")
+    again = repeated(run)
+    if again:
+        out.append("<h3>Repeated errors</h3><ul class='evidence'>" + "".join(f"<li>{E(x)}</li>" for x in again) + "</ul>")
     if finding is not None and finding.run.steps:
         out.append(_replay(finding))
     out.append("</details></section>")

@@ -7,10 +7,11 @@ from typing import Any
 from otel_agent_trace.analyzer.analysis import Analysis, Reduced
 from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR
 from otel_agent_trace.analyzer.graph import recovered_by
-from otel_agent_trace.analyzer.lifecycle import SUSPICION
+from otel_agent_trace.analyzer.lifecycle import SUSPICION, exception_text
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
 from otel_agent_trace.analyzer.metrics import combine as combine_metrics
 from otel_agent_trace.analyzer.metrics import recorded_cost, run_metrics
+from otel_agent_trace.analyzer.report.fleet import span_kind
 from otel_agent_trace.analyzer.spans import Span
 
 
@@ -77,7 +78,7 @@ def run_entry(f: Finding) -> dict[str, Any]:
         ],
         "chains": [_hops(c) for c in f.chains],
         "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)} for x in f.fired],
-        "errors": [_error(f, s) for s in _ranked(f)],
+        "errors": fold([_error(f, s) for s in _ranked(f)]),
         "derived_graph": bool(f.graph and f.graph.derived),
         # addition (issue 12): the recorded agent_trace.usage.cost_usd summed, null unless every call was priced
         "cost_usd": recorded_cost(run),
@@ -111,7 +112,42 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
             "bug_class": bug_class, "start_time_unix_nano": span.start_ns,
             "decision_span_id": _decision(f.run, span).span_id,
             "read_by_span_id": reader.span_id if reader is not None else None,
-            "located_at": located_at(f.run, span, bug_class, reader)}
+            "located_at": located_at(f.run, span, bug_class, reader),
+            "exception_type": exception_text(span)[0].rsplit(".", 1)[-1] or None}
+
+
+# What each occurrence of a folded `errors[]` entry keeps of its own (docs/analyzer.md, "Folding").
+OCCURRENCE_KEYS = ("span_id", "step_index", "start_time_unix_nano", "decision_span_id", "read_by_span_id",
+                   "located_at", "reason")
+
+
+def same_error(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two errors of one run the same error for its reader: error type, the span
+    without its step number (the tool, or the kind of step), exception class, and whether it is
+    a suspicion (a suspicion never folds into a proven error)."""
+    return entry["error_type"], span_kind(entry["span_name"]), entry["exception_type"], entry["suspicion"]
+
+
+def fold(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One `errors[]` entry per distinct error of a run, in the order of its first occurrence:
+    the first occurrence's keys, `count`, every occurrence in `occurrences` (earliest first) and,
+    as `located_at`, every place where any occurrence is located. Nothing is dropped: a user reads
+    a `page_down` called ten times with the same bad argument once, with its ten places."""
+    out: list[dict[str, Any]] = []
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for entry in entries:
+        occurrence = {k: entry[k] for k in OCCURRENCE_KEYS}
+        key = same_error(entry)
+        folded = by_key.get(key)
+        if folded is None:
+            folded = by_key[key] = {**entry, "located_at": list(entry["located_at"]), "count": 1,
+                                    "occurrences": [occurrence]}
+            out.append(folded)
+            continue
+        folded["count"] += 1
+        folded["occurrences"].append(occurrence)
+        folded["located_at"] = list(dict.fromkeys(folded["located_at"] + entry["located_at"]))
+    return out
 
 
 def _recovered(f: Finding) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
 from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, examples, failure_groups,
-                                                   reliability_items, run_key)
+                                                   reliability_items, repeated, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 
@@ -95,6 +95,8 @@ def render(analysis: Analysis, data: dict[str, Any] | None = None) -> str:
             out.append("")
         if r["evidence"]:
             out += ["Evidence:", ""] + [f"- {_cell(e)}" for e in r["evidence"]] + [""]
+        if repeated(r):
+            out += ["Repeated errors (one `errors[]` entry each):", ""] + [f"- {_cell(x)}" for x in repeated(r)] + [""]
     return "\n".join(out) + "\n"
 
 

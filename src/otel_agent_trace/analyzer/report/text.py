@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace.analyzer.analysis import Analysis
-from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups, reliability_items
+from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, failure_groups,
+                                                   reliability_items, repeated)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 
 PHASE_COLOR = {"origin": "31;1", "propagate": "33", "recovered": "32", "critical": "35;1"}
@@ -82,6 +83,7 @@ def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
             lines.extend(_chain(chain, paint))
     for note in run["evidence"]:
         lines.append(f"  evidence : {note}")
+    lines.extend(f"  repeated : {x}" for x in repeated(run))
     return lines
 
 
