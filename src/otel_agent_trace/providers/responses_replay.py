@@ -5,7 +5,7 @@
 `function_call_output` items answer them and `previous_response_id` chains on the recorded id);
 `parse` a `ParsedResponse` from the SDK's own parser; `stream=True` (and `responses.stream`,
 which calls `create` so) a stream of real `ResponseStreamEvent`s, made by the same expansion as
-the scripted server's (`testing/scripted_responses.stream_events`).
+the scripted server's (`providers/wire_streams.responses_stream_events`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 from otel_agent_trace.providers._translate import is_omitted
+from otel_agent_trace.providers.wire_streams import responses_stream_events
 
 _STATUSES = ("completed", "incomplete", "failed", "in_progress", "cancelled", "queued")
 
@@ -30,9 +31,7 @@ def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: d
     if kwargs.get("stream") is True:
         from openai.types.responses import ResponseStreamEvent
 
-        from otel_agent_trace.testing.scripted_responses import stream_events
-
-        events = [construct_type(type_=ResponseStreamEvent, value=e) for e in stream_events(body)]
+        events = [construct_type(type_=ResponseStreamEvent, value=e) for e in responses_stream_events(body)]
         return answer(stream(events, is_async), is_async)
     from openai.types.responses import Response
 
