@@ -398,13 +398,16 @@ def test_streamed_graph_the_caller_stops_reading_or_that_fails_settles_its_run(i
     assert "agent" in next(stream)
     stream.close()
 
-    async def first_update() -> Any:
+    async def first_update(base_url: str) -> Any:
+        # (a server of its own: langchain-openai caches its async HTTP client per URL, bound to a loop)
+        agent = create_react_agent(llm_at(base_url), langgraph_agent.build_tools(), name="support")
         astream = agent.astream({"messages": [("user", HEALTHY)]}, stream_mode="updates")
         update = await astream.__anext__()
         await astream.aclose()
         return update
 
-    assert "agent" in asyncio.run(first_update())
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as fresh:
+        assert "agent" in asyncio.run(first_update(fresh.base_url))
 
     @tool
     def track_shipment(order_id: str) -> str:
