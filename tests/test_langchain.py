@@ -387,3 +387,39 @@ def test_zero_code_origin_found_in_the_sub_agent(tmp_path, delegation):
     text = subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", str(traces)],
                           capture_output=True, text=True, timeout=120).stdout
     assert "in sub-agent refund_desk" in text
+
+
+def test_streamed_graph_the_caller_stops_reading_or_that_fails_settles_its_run(instrument, server):
+    """A stream left after its first update (sync, and async by `aclose`) ends its run as it stands,
+    not failed; a stream whose tool raises fails its run with that exception."""
+    traced = instrument()
+    agent = create_react_agent(llm(server), langgraph_agent.build_tools(), name="support")
+    stream = agent.stream({"messages": [("user", HEALTHY)]}, stream_mode="updates")
+    assert "agent" in next(stream)
+    stream.close()
+
+    async def first_update(base_url: str) -> Any:
+        # (a server of its own: langchain-openai caches its async HTTP client per URL, bound to a loop)
+        agent = create_react_agent(llm_at(base_url), langgraph_agent.build_tools(), name="support")
+        astream = agent.astream({"messages": [("user", HEALTHY)]}, stream_mode="updates")
+        update = await astream.__anext__()
+        await astream.aclose()
+        return update
+
+    with ScriptedOpenAIServer(support_agent.SCRIPTS) as fresh:
+        assert "agent" in asyncio.run(first_update(fresh.base_url))
+
+    @tool
+    def track_shipment(order_id: str) -> str:
+        """Shipping status of an order"""
+        raise ConnectionError("carrier API unreachable")
+
+    failing = create_react_agent(llm(server), [track_shipment], name="shipping")
+    with pytest.raises(ConnectionError):
+        list(failing.stream({"messages": [("user", FLAKY)]}))
+    left_sync, left_async, failed = traced.runs()
+    for run in (left_sync, left_async):
+        assert run.name.endswith("support") and run.status.status_code is not StatusCode.ERROR
+        assert tree(traced, run) == [["chat gpt-4o-mini"]]
+    assert failed.name.endswith("shipping") and failed.status.status_code is StatusCode.ERROR
+    assert attrs(failed)["error.type"] == "ConnectionError"

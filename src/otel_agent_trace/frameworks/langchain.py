@@ -106,32 +106,76 @@ class _Inside:
         _graph.reset(self._tokens.pop())
 
 
+class _Settles:
+    """The graph's run settled by what leaves the block: stopped when it returns, or when the
+    caller stops reading the graph's `stream` (GeneratorExit: the stream is closed first, awaited
+    under `async with`); failed by anything else, which goes on to the caller unchanged."""
+
+    def __init__(self, invocation: Invocation, stream: Any = None):
+        self.invocation, self.stream = invocation, stream
+
+    def _stopped_reading(self, exc: BaseException | None) -> bool:
+        return self.stream is not None and isinstance(exc, GeneratorExit)
+
+    def _settle(self, exc: BaseException | None) -> None:
+        if exc is None or self._stopped_reading(exc):
+            self.invocation.stop()
+        else:
+            self.invocation.fail(exc)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, _type: Any, exc: BaseException | None, _tb: Any) -> None:
+        if self._stopped_reading(exc):
+            self.stream.close()
+        self._settle(exc)
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, _type: Any, exc: BaseException | None, _tb: Any) -> None:
+        if self._stopped_reading(exc):
+            await self.stream.aclose()
+        self._settle(exc)
+
+
+class _Resumed:
+    """The graph's stream (sync or async) with its run current around each resumption only, never
+    across the caller's read: one `_Inside` per item."""
+
+    def __init__(self, invocation: Invocation, instance: Any, stream: Any):
+        self.invocation, self.instance, self.stream = invocation, instance, stream
+
+    def __iter__(self) -> "_Resumed":
+        return self
+
+    def __next__(self) -> Any:
+        with _Inside(self.invocation, self.instance):
+            return next(self.stream)
+
+    def __aiter__(self) -> "_Resumed":
+        return self
+
+    async def __anext__(self) -> Any:
+        with _Inside(self.invocation, self.instance):
+            return await self.stream.__anext__()
+
+
 def graph_invoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     invocation = _graph_run(instance)
     if invocation is None:
         return wrapped(*args, **kwargs)
-    try:
-        with _Inside(invocation, instance):
-            result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        invocation.fail(exc)
-        raise
-    invocation.stop()
-    return result
+    with _Settles(invocation), _Inside(invocation, instance):
+        return wrapped(*args, **kwargs)
 
 
 async def graph_ainvoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     invocation = _graph_run(instance)
     if invocation is None:
         return await wrapped(*args, **kwargs)
-    try:
-        with _Inside(invocation, instance):
-            result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        invocation.fail(exc)
-        raise
-    invocation.stop()
-    return result
+    with _Settles(invocation), _Inside(invocation, instance):
+        return await wrapped(*args, **kwargs)
 
 
 def graph_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -149,42 +193,16 @@ def graph_astream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any
 
 
 def _streamed(invocation: Invocation, instance: Any, stream: Any) -> Any:
-    """The graph's stream, its run current around each resumption only (never across a yield)."""
-    try:
-        while True:
-            with _Inside(invocation, instance):
-                try:
-                    item = next(stream)
-                except StopIteration:
-                    break
+    """The graph's stream as a generator (what `Pregel.stream` returns), its run settled with it."""
+    with _Settles(invocation, stream):
+        for item in _Resumed(invocation, instance, stream):
             yield item
-    except GeneratorExit:  # the caller stopped reading: the run ends there
-        stream.close()
-        invocation.stop()
-        raise
-    except BaseException as exc:
-        invocation.fail(exc)
-        raise
-    invocation.stop()
 
 
 async def _astreamed(invocation: Invocation, instance: Any, stream: Any) -> Any:
-    try:
-        while True:
-            with _Inside(invocation, instance):
-                try:
-                    item = await stream.__anext__()
-                except StopAsyncIteration:
-                    break
+    async with _Settles(invocation, stream):
+        async for item in _Resumed(invocation, instance, stream):
             yield item
-    except GeneratorExit:
-        await stream.aclose()
-        invocation.stop()
-        raise
-    except BaseException as exc:
-        invocation.fail(exc)
-        raise
-    invocation.stop()
 
 
 TARGETS = {

@@ -14,22 +14,16 @@ import inspect
 from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.recorder.handler import installed_handler
-from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.recorder.calls import start
+from otel_agent_trace.recorder.handler import Handler
+from otel_agent_trace.recorder.invocation import Invocation
 
 Describe = Callable[[Any, tuple, dict], "tuple[str, Any, str | None] | None"]
 Result = Callable[[Any, Any], Any]
 
 
-def _begin(describe: Describe, instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
-    handler = installed_handler()  # a wrapper left behind by uninstrument passes through
-    if handler is None or not handler.enabled:
-        return None
-    described = describe(instance, args, kwargs)
-    if described is None:
-        return None
-    invocation = handler.tool(*described)
-    return None if isinstance(invocation, NoInvocation) else invocation
+def _open_tool(handler: Handler, described: "tuple[str, Any, str | None]") -> Invocation:
+    return handler.tool(*described)
 
 
 def tool_wrapper(describe: Describe, result: Result, where: str) -> Callable[..., Any]:
@@ -43,7 +37,7 @@ def tool_wrapper(describe: Describe, result: Result, where: str) -> Callable[...
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if inspect.iscoroutinefunction(wrapped):
             return _awaited(wrapped, instance, args, kwargs)
-        invocation = safely(f"{where}.begin", _begin, describe, instance, args, kwargs)
+        invocation = safely(f"{where}.begin", start, _open_tool, describe, instance, args, kwargs)
         if invocation is None:
             return wrapped(*args, **kwargs)
         with invocation:
@@ -52,7 +46,7 @@ def tool_wrapper(describe: Describe, result: Result, where: str) -> Callable[...
         return returned
 
     async def _awaited(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        invocation = safely(f"{where}.begin", _begin, describe, instance, args, kwargs)
+        invocation = safely(f"{where}.begin", start, _open_tool, describe, instance, args, kwargs)
         if invocation is None:
             return await wrapped(*args, **kwargs)
         with invocation:

@@ -5,7 +5,7 @@ stands for.
 call with the recorded ids, so the agent's `tool_result` blocks answer them); `parse` a
 `ParsedMessage` from the SDK's own parser; `create(stream=True)` a stream of real
 `RawMessageStreamEvent`s, made by the same expansion as the scripted server's
-(`testing/scripted_anthropic.stream_events`); `messages.stream(...)` the SDK's own
+(`providers/wire_streams.anthropic_stream_events`); `messages.stream(...)` the SDK's own
 `MessageStreamManager` over those events, so `text_stream`, `get_final_message()` and the event
 helpers work as live; `with_raw_response` the same bodies as HTTP (JSON, or server-sent events)
 through the SDK's own method. Thinking blocks are not recorded, so they are not replayed.
@@ -19,24 +19,22 @@ from typing import Any
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 from otel_agent_trace.replay.wire import json_answer, sse_answer
+from otel_agent_trace.providers.wire_streams import anthropic_stream_events, sse
 
 
 def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any], method: str) -> Any:
     from anthropic._models import construct_type
     from anthropic._types import not_given
 
-    from otel_agent_trace.testing.scripted_anthropic import stream_events
-    from otel_agent_trace.testing.scripted_responses import sse
-
     is_async = is_async_client(instance)
     body = message_dict(response)
     if is_raw(kwargs):
-        return sse_answer(sse(stream_events(body)), is_async) if kwargs.get("stream") is True \
+        return sse_answer(sse(anthropic_stream_events(body)), is_async) if kwargs.get("stream") is True \
             else json_answer(body, is_async)
     message_type, event_type, managers, parse = _sdk("beta" in type(instance).__module__.split("."))
     if method == "stream" or kwargs.get("stream") is True:
         events = stream(
-            [construct_type(type_=event_type, value=e) for e in stream_events(body)], is_async)
+            [construct_type(type_=event_type, value=e) for e in anthropic_stream_events(body)], is_async)
         if method != "stream":
             return answer(events, is_async)
         request_it = answer(events, True) if is_async else (lambda: events)

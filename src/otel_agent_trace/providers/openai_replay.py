@@ -16,7 +16,7 @@ from typing import Any, Callable
 from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 from otel_agent_trace.replay.wire import json_answer, sse_answer
-from otel_agent_trace.testing.scripted_openai import sse
+from otel_agent_trace.providers.wire_streams import chat_sse as sse
 
 
 def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any], method: str) -> Any:

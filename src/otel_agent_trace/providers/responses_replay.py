@@ -5,7 +5,7 @@
 `function_call_output` items answer them and `previous_response_id` chains on the recorded id);
 `parse` a `ParsedResponse` from the SDK's own parser; `stream=True` (and `responses.stream`,
 which calls `create` so) a stream of real `ResponseStreamEvent`s, made by the same expansion as
-the scripted server's (`testing/scripted_responses.stream_events`). `with_raw_response` gets
+the scripted server's (`providers/wire_streams.responses_stream_events`). `with_raw_response` gets
 the same bodies as HTTP (JSON, or server-sent events) through the SDK's own method.
 """
 
@@ -18,6 +18,7 @@ from otel_agent_trace.model import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 from otel_agent_trace.providers._translate import is_omitted
 from otel_agent_trace.replay.wire import json_answer, sse_answer
+from otel_agent_trace.providers.wire_streams import responses_stream_events, sse
 
 _STATUSES = ("completed", "incomplete", "failed", "in_progress", "cancelled", "queued")
 
@@ -25,17 +26,15 @@ _STATUSES = ("completed", "incomplete", "failed", "in_progress", "cancelled", "q
 def build(response: ChatResponse, request: ChatRequest, instance: Any, kwargs: dict[str, Any], method: str) -> Any:
     from openai._models import construct_type
 
-    from otel_agent_trace.testing.scripted_responses import sse, stream_events
-
     is_async = is_async_client(instance)
     body = response_dict(response, kwargs)
     if is_raw(kwargs):
-        return sse_answer(sse(stream_events(body)), is_async) if kwargs.get("stream") is True \
+        return sse_answer(sse(responses_stream_events(body)), is_async) if kwargs.get("stream") is True \
             else json_answer(body, is_async)
     if kwargs.get("stream") is True:
         from openai.types.responses import ResponseStreamEvent
 
-        events = [construct_type(type_=ResponseStreamEvent, value=e) for e in stream_events(body)]
+        events = [construct_type(type_=ResponseStreamEvent, value=e) for e in responses_stream_events(body)]
         return answer(stream(events, is_async), is_async)
     from openai.types.responses import Response
 

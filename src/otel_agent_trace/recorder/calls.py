@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest
-from otel_agent_trace.recorder.handler import installed_handler
+from otel_agent_trace.recorder.handler import Handler, installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.replay.hook import LIVE, Build, replayed
 
@@ -36,7 +36,7 @@ def chat_wrapper(begin: Begin, end: End, where: str, build: "Build | None" = Non
     def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         if recording.get():
             return wrapped(*args, **kwargs)
-        invocation = safely(f"{where}.begin", _start, begin, instance, args, kwargs)
+        invocation = safely(f"{where}.begin", start, _open_chat, begin, instance, args, kwargs)
         if invocation is None:
             return wrapped(*args, **kwargs)
         token = recording.set(True)
@@ -70,15 +70,24 @@ async def _awaited(invocation: Invocation, awaitable: Any, end: End, where: str)
     return _settle(invocation, result, end, where)
 
 
-def _start(begin: Begin, instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
-    handler = installed_handler()  # a wrapper left behind by uninstrument passes through
+def start(open_invocation: Callable[[Handler, Any], Invocation], translate: Callable[[Any, tuple, dict], Any],
+          instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
+    """The handler's invocation for one wrapped call (`open_invocation(handler, translate(...))`),
+    or None to pass the call through untouched: no handler (a wrapper left behind by uninstrument),
+    recording off, `translate` declined the call, or the handler records nothing. Shared by the
+    chat wrapper and the framework tool wrapper (frameworks/tool_calls.py)."""
+    handler = installed_handler()
     if handler is None or not handler.enabled:
         return None
-    request = begin(instance, args, kwargs)
-    if request is None:
+    translated = translate(instance, args, kwargs)
+    if translated is None:
         return None
-    invocation = handler.chat(request)
+    invocation = open_invocation(handler, translated)
     return None if isinstance(invocation, NoInvocation) else invocation
+
+
+def _open_chat(handler: Handler, request: ChatRequest) -> Invocation:
+    return handler.chat(request)
 
 
 def _leave(invocation: Invocation, token: contextvars.Token, where: str) -> None:

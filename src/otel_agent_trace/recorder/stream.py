@@ -43,6 +43,13 @@ class _Finalizer:
             self.done = True
             safely("stream.fail", self.invocation.fail, exc)
 
+    def stopped(self, exc: BaseException) -> None:
+        """Reading the next chunk raised: the end of the stream finishes it, anything else fails it."""
+        if isinstance(exc, (StopIteration, StopAsyncIteration)):
+            self.finish()
+        else:
+            self.fail(exc)
+
     def end(self, exc: BaseException | None) -> None:
         """Leaving the stream (`with`, close): finished, or failed by what interrupted it."""
         if exc is not None:
@@ -51,22 +58,28 @@ class _Finalizer:
             self.finish()
 
 
-class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class _StreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+    """What both proxies share: the finalizer, and finishing when the proxy is collected unread."""
+
     def __init__(self, stream: Any, invocation: ChatInvocation, accumulator: Accumulator):
         super().__init__(stream)
         self._self_final = _Finalizer(invocation, accumulator)
 
+    def __del__(self) -> None:
+        final = getattr(self, "_self_final", None)
+        if final is not None:
+            final.finish()
+
+
+class SyncStreamProxy(_StreamProxy):
     def __iter__(self) -> "SyncStreamProxy":
         return self
 
     def __next__(self) -> Any:
         try:
             chunk = self.__wrapped__.__next__()
-        except StopIteration:
-            self._self_final.finish()
-            raise
         except BaseException as exc:
-            self._self_final.fail(exc)
+            self._self_final.stopped(exc)
             raise
         self._self_final.chunk(chunk)
         return chunk
@@ -87,28 +100,16 @@ class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
         finally:
             self._self_final.finish()
 
-    def __del__(self) -> None:
-        final = getattr(self, "_self_final", None)
-        if final is not None:
-            final.finish()
 
-
-class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
-    def __init__(self, stream: Any, invocation: ChatInvocation, accumulator: Accumulator):
-        super().__init__(stream)
-        self._self_final = _Finalizer(invocation, accumulator)
-
+class AsyncStreamProxy(_StreamProxy):
     def __aiter__(self) -> "AsyncStreamProxy":
         return self
 
     async def __anext__(self) -> Any:
         try:
             chunk = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_final.finish()
-            raise
         except BaseException as exc:
-            self._self_final.fail(exc)
+            self._self_final.stopped(exc)
             raise
         self._self_final.chunk(chunk)
         return chunk
@@ -128,11 +129,6 @@ class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
             await self.__wrapped__.close()
         finally:
             self._self_final.finish()
-
-    def __del__(self) -> None:
-        final = getattr(self, "_self_final", None)
-        if final is not None:
-            final.finish()
 
 
 def wrap_stream(stream: Any, invocation: ChatInvocation, accumulator: Accumulator, is_async: bool) -> Any:

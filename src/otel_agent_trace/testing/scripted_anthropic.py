@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+# the stream expansion replay shares, under the name the server uses
+from otel_agent_trace.providers.wire_streams import anthropic_stream_events as stream_events
+
 
 def _text(content: Any) -> str:
     if isinstance(content, list):
@@ -55,29 +58,3 @@ def message_body(completion: Mapping[str, Any]) -> dict[str, Any]:
             "model": completion["model"], "content": content,
             "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn", "stop_sequence": None,
             "usage": counts}
-
-
-def stream_events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The same message as `RawMessageStreamEvent`s (text in pieces, tool input as JSON deltas)."""
-    start = {**message, "content": [], "stop_reason": None,
-             "usage": {**message["usage"], "output_tokens": 1}}
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
-    for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-            text = block["text"]
-            events += [{"type": "content_block_delta", "index": index,
-                        "delta": {"type": "text_delta", "text": text[i:i + 16]}} for i in range(0, len(text), 16)]
-        else:
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {**block, "input": {}}})
-            arguments = json.dumps(block["input"])
-            half = len(arguments) // 2
-            events += [{"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": part}}
-                       for part in (arguments[:half], arguments[half:])]
-        events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                   "usage": {"output_tokens": message["usage"]["output_tokens"]}})
-    events.append({"type": "message_stop"})
-    return events

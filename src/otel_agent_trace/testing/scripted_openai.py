@@ -27,6 +27,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
 
+from otel_agent_trace.providers.wire_streams import chat_sse
 from otel_agent_trace.testing import scripted_anthropic, scripted_genai, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
@@ -166,9 +167,7 @@ def stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
-def sse(chunks: list[dict[str, Any]]) -> bytes:
-    """Chat Completions chunks as server-sent events, ended by `[DONE]`."""
-    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+sse = chat_sse  # the wire format lives in the product (providers/wire_streams.py): replay builds it too
 
 
 def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:

@@ -15,6 +15,10 @@ import json
 import time
 from typing import Any, Mapping
 
+# the stream expansion (and SSE framing) replay shares, under the names the server uses
+from otel_agent_trace.providers.wire_streams import responses_stream_events as stream_events
+from otel_agent_trace.providers.wire_streams import sse
+
 _ids = itertools.count(1)
 
 
@@ -99,39 +103,3 @@ def response_body(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dic
                   "output_tokens_details": {
                       "reasoning_tokens": (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)}},
     }
-
-
-def stream_events(response: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The same response as `ResponseStreamEvent`s: created, each item (text and arguments as
-    deltas), completed."""
-    started = {**response, "status": "in_progress", "output": [], "usage": None}
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": started},
-                                    {"type": "response.in_progress", "response": started}]
-    for index, item in enumerate(response["output"]):
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "content": []}})
-            where = {"item_id": item["id"], "output_index": index, "content_index": 0}
-            events.append({"type": "response.content_part.added", **where,
-                           "part": {"type": "output_text", "text": "", "annotations": []}})
-            for start in range(0, len(text), 16):
-                events.append({"type": "response.output_text.delta", **where, "delta": text[start:start + 16],
-                               "logprobs": []})
-            events.append({"type": "response.output_text.done", **where, "text": text, "logprobs": []})
-            events.append({"type": "response.content_part.done", **where, "part": item["content"][0]})
-        else:
-            args = item["arguments"]
-            half = len(args) // 2
-            events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "status": "in_progress", "arguments": ""}})
-            for delta in (args[:half], args[half:]):
-                events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"],
-                               "output_index": index, "delta": delta})
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    events.append({"type": "response.completed", "response": response})
-    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
-
-
-def sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
