@@ -129,3 +129,14 @@ def test_distinctive_values_equal_the_definition(payload, as_text):
             return
     assert detectors.distinctive_values(payload) == _reference_keys(payload)
     assert detectors.distinctive_values(payload) == _reference_keys(payload)  # again: through the caches
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab1Z9 \t\n\"'`()[]{}<>,;=|/._@:-$€٣é\u2003\u00a0", max_size=40))
+def test_candidate_tokens_are_the_runs_that_hold_a_mark(text):
+    """The tokenizer's definition: each maximal run of non-separators holding a digit or one of
+    / . _ - @ : is one candidate token (the regex matches only from a run's start)."""
+    import re
+
+    runs = re.findall(rf"[^{detectors._SEPARATORS}]+", text)
+    assert list(detectors.leaves(text + " " * 65)) == [r for r in runs if re.search(r"[\d/._@:\-]", r)]
