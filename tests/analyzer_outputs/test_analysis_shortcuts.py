@@ -140,3 +140,20 @@ def test_candidate_tokens_are_the_runs_that_hold_a_mark(text):
 
     runs = re.findall(rf"[^{detectors._SEPARATORS}]+", text)
     assert list(detectors.leaves(text + " " * 65)) == [r for r in runs if re.search(r"[\d/._@:\-]", r)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.builds(lambda a, b: a + b, st.sampled_from(
+    ["", " ", "\t", "\ufeff", "\u00a0", "\x0c", "+", ".", "N", "I", "t", "n", "f", "-", "0", "[", "{", '"']),
+    st.sampled_from(["", "1", "rue", "ull", "alse", "aN", "nfinity", "5", "{}", "[]", '"a"', " 1", "]", "}"]))))
+def test_parse_json_or_text_is_orjson_or_the_text(text):
+    """The shortcut (text that cannot start JSON is not parsed) returns what a parse attempt does."""
+    import orjson
+
+    from otel_agent_trace.model import parse_json_or_text
+
+    try:
+        expected = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        expected = text
+    assert parse_json_or_text(text) == expected
