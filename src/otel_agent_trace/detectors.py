@@ -346,7 +346,7 @@ def _keys_of(payload: Any) -> frozenset[str]:
     memo = _token_keys
     keys = set()
     for leaf in distinct:
-        if leaf.__class__ is str:
+        if leaf.__class__ is str and len(leaf) <= _TOKEN_MEMO_CHARS:
             key = memo.get(leaf, _UNKNOWN)
             if key is _UNKNOWN:
                 if len(memo) >= _TOKEN_MEMO:
@@ -359,7 +359,10 @@ def _keys_of(payload: Any) -> frozenset[str]:
     return frozenset(keys)
 
 
-_TOKEN_MEMO = 1 << 16  # strings whose key `_keys_of` remembers (then it starts again)
+# strings whose key `_keys_of` remembers (then it starts again), each at most this long: the memo
+# holds at most ~2 MB, in the recorder's process too
+_TOKEN_MEMO = 1 << 14
+_TOKEN_MEMO_CHARS = 128
 _token_keys: dict[str, str | None] = {}
 _UNKNOWN = object()
 

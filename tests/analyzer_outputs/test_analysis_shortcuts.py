@@ -100,7 +100,8 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 from otel_agent_trace import detectors  # noqa: E402
 
 _TOKENS = st.sampled_from(["A1001", "C-77", "3-5", "25", "$25.00", "1,200", "count.py", "a@b.io", "x", "true", "10",
-                           "10.0", " A-9 ", "2026-11-30", "lorem", "ORD-7731", "user_id", "-12", "1e3"])
+                           "10.0", " A-9 ", "2026-11-30", "lorem", "ORD-7731", "user_id", "-12", "1e3",
+                           "x9" * 80, "1" * 300])
 _TEXT = st.lists(_TOKENS, max_size=12).map(" ".join)
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=True), _TOKENS, _TEXT)
 _JSON = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=6),
