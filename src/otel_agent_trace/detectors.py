@@ -243,8 +243,11 @@ def drops_instructions(roles: Iterable[str]) -> bool:
 # text (`$25.00`) are read as numbers, so they meet the same value in JSON (`25.0`).
 RECEIVED_ROLES = ("user", "system", "developer", "tool")  # messages whose values the model received
 _SEPARATORS = r"\s\"'`()\[\]{}<>,;=|"
-# a token that can be distinctive holds a digit or one of / . _ - @ : (plain words never are)
-_CANDIDATE = re.compile(rf"[^{_SEPARATORS}]*[\d/._@:\-][^{_SEPARATORS}]*")
+# a token that can be distinctive holds a digit or one of / . _ - @ : (plain words never are): a
+# whole run of non-separators that holds one. Matched from the run's start only (the lookbehind),
+# so a run without one fails in one pass, not once per position: `[^sep]*[mark][^sep]*` alone
+# found the same tokens in quadratic time (~1 s for a 5,000-letter word)
+_CANDIDATE = re.compile(rf"(?<![^{_SEPARATORS}])[^{_SEPARATORS}\d/._@:\-]*[\d/._@:\-][^{_SEPARATORS}]*")
 _SPACE = re.compile(r"\s")
 _DIGIT = re.compile(r"\d")
 _ALPHA = re.compile(r"[^\W\d_]")
@@ -280,21 +283,31 @@ def value_key(value: Any) -> str | None:
 
 def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
     """Scalar leaves of a JSON-like value; text yields its candidate tokens instead."""
+    out: list[Any] = []
+    _gather(value, depth, out, None)
+    return iter(out)
+
+
+def _gather(value: Any, depth: int, out: list[Any], texts: set[str] | None) -> None:
+    """`leaves` into `out`, by recursion without a generator per level; `texts`: the long texts
+    tokenized so far, so that a text repeated in a payload is tokenized once (None: every time)."""
     if depth > 32:
         return
     if isinstance(value, dict):
         for item in value.values():
-            yield from leaves(item, depth + 1)
+            _gather(item, depth + 1, out, texts)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from leaves(item, depth + 1)
+            _gather(item, depth + 1, out, texts)
     elif isinstance(value, str):
         if len(value) <= 64 and not _SPACE.search(value):
-            yield value  # an identifier-like string is one value
-        else:  # text: its tokens are the values (only those that can be distinctive)
-            yield from _CANDIDATE.findall(value, 0, MAX_SCAN_CHARS)
+            out.append(value)  # an identifier-like string is one value
+        elif texts is None or value not in texts:  # text: its tokens are the values (those that can be distinctive)
+            if texts is not None:
+                texts.add(value)
+            out += _CANDIDATE.findall(value, 0, MAX_SCAN_CHARS)
     else:
-        yield value
+        out.append(value)
 
 
 def distinctive_values(payload: Any) -> frozenset[str]:
@@ -309,7 +322,7 @@ def distinctive_values(payload: Any) -> frozenset[str]:
         if cached is not None:
             return cached
         payload = parse_json_or_text(text[:MAX_SCAN_CHARS] if len(text) > MAX_SCAN_CHARS else text)
-    keys = frozenset(k for k in map(value_key, leaves(payload)) if k is not None)
+    keys = _keys_of(payload)
     if text is not None:
         global _cached_chars
         if _cached_chars + len(text) > _CACHE_CHARS:
@@ -318,6 +331,40 @@ def distinctive_values(payload: Any) -> frozenset[str]:
         _cache[text] = keys
         _cached_chars += len(text)
     return keys
+
+
+def _keys_of(payload: Any) -> frozenset[str]:
+    """`value_key` of every leaf, each distinct leaf once (a text repeats its tokens, a result its
+    rows), string leaves through a bounded memo (an id meets the analyzer in its result, its
+    arguments and the answer): the same keys as mapping `value_key` over `leaves`."""
+    found: list[Any] = []
+    _gather(payload, 0, found, set())
+    try:
+        distinct: Iterable[Any] = set(found)
+    except TypeError:  # an unhashable leaf (not from JSON): each is read
+        distinct = found
+    memo = _token_keys
+    keys = set()
+    for leaf in distinct:
+        if leaf.__class__ is str and len(leaf) <= _TOKEN_MEMO_CHARS:
+            key = memo.get(leaf, _UNKNOWN)
+            if key is _UNKNOWN:
+                if len(memo) >= _TOKEN_MEMO:
+                    memo.clear()
+                key = memo[leaf] = value_key(leaf)
+        else:
+            key = value_key(leaf)
+        if key is not None:
+            keys.add(key)
+    return frozenset(keys)
+
+
+# strings whose key `_keys_of` remembers (then it starts again), each at most this long: the memo
+# holds at most ~2 MB, in the recorder's process too
+_TOKEN_MEMO = 1 << 14
+_TOKEN_MEMO_CHARS = 128
+_token_keys: dict[str, str | None] = {}
+_UNKNOWN = object()
 
 
 def derived(key: str, known: set[str] | frozenset[str]) -> bool:

@@ -92,3 +92,69 @@ def test_custom_rule_fires_on_a_healthy_run(tmp_path, capsys):
     assert r["critical"]["span_id"] == t0 and r["derived_graph"] is False
     # the walk back from it ran (over the graph built for it): no error before it, so no origin
     assert r["origin"] is None and any("no error was recorded before the failure" in e for e in r["evidence"])
+
+
+# --- distinctive values: each distinct leaf read once gives the keys of every leaf read -------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from otel_agent_trace import detectors  # noqa: E402
+
+_TOKENS = st.sampled_from(["A1001", "C-77", "3-5", "25", "$25.00", "1,200", "count.py", "a@b.io", "x", "true", "10",
+                           "10.0", " A-9 ", "2026-11-30", "lorem", "ORD-7731", "user_id", "-12", "1e3",
+                           "x9" * 80, "1" * 300])
+_TEXT = st.lists(_TOKENS, max_size=12).map(" ".join)
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=True), _TOKENS, _TEXT)
+_JSON = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=6),
+                                                      st.dictionaries(st.text(max_size=3), inner, max_size=6)),
+                     max_leaves=30)
+
+
+def _reference_keys(payload):
+    """The definition: `value_key` of every leaf (repeats included), JSON text parsed first."""
+    if isinstance(payload, str):
+        from otel_agent_trace.model import parse_json_or_text
+
+        payload = parse_json_or_text(payload)
+    return frozenset(k for k in map(detectors.value_key, detectors.leaves(payload)) if k is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.booleans())
+def test_distinctive_values_equal_the_definition(payload, as_text):
+    import orjson
+
+    if as_text:  # a tool result or arguments as recorded: JSON text (repeated rows, repeated texts)
+        try:
+            payload = orjson.dumps([payload, payload]).decode()
+        except TypeError:  # a float nan: not JSON
+            return
+    assert detectors.distinctive_values(payload) == _reference_keys(payload)
+    assert detectors.distinctive_values(payload) == _reference_keys(payload)  # again: through the caches
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab1Z9 \t\n\"'`()[]{}<>,;=|/._@:-$€٣é\u2003\u00a0", max_size=40))
+def test_candidate_tokens_are_the_runs_that_hold_a_mark(text):
+    """The tokenizer's definition: each maximal run of non-separators holding a digit or one of
+    / . _ - @ : is one candidate token (the regex matches only from a run's start)."""
+    import re
+
+    runs = re.findall(rf"[^{detectors._SEPARATORS}]+", text)
+    assert list(detectors.leaves(text + " " * 65)) == [r for r in runs if re.search(r"[\d/._@:\-]", r)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.builds(lambda a, b: a + b, st.sampled_from(
+    ["", " ", "\t", "\ufeff", "\u00a0", "\x0c", "+", ".", "N", "I", "t", "n", "f", "-", "0", "[", "{", '"']),
+    st.sampled_from(["", "1", "rue", "ull", "alse", "aN", "nfinity", "5", "{}", "[]", '"a"', " 1", "]", "}"]))))
+def test_parse_json_or_text_is_orjson_or_the_text(text):
+    """The shortcut (text that cannot start JSON is not parsed) returns what a parse attempt does."""
+    import orjson
+
+    from otel_agent_trace.model import parse_json_or_text
+
+    try:
+        expected = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        expected = text
+    assert parse_json_or_text(text) == expected

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import pickle
-import sqlite3
-import tempfile
 from collections import defaultdict
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from otel_agent_trace.analyzer.spans import Span
+
+if TYPE_CHECKING:
+    import sqlite3
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024  # JSON bytes read between spills (~3-5x that in objects)
 
@@ -43,6 +44,9 @@ class TraceStore:
 
     def spill(self) -> None:
         if self._db is None:
+            import sqlite3  # (here: most inputs never spill, and the import costs a start ~10 ms)
+            import tempfile
+
             fd, self._path = tempfile.mkstemp(prefix="otel-agent-trace-", suffix=".sqlite", dir=self.directory)
             os.close(fd)
             self._db = sqlite3.connect(self._path)
