@@ -1,7 +1,8 @@
 """Replay for every other client recorded as decision steps: the OpenAI Responses API, anthropic
-Messages, litellm. Each run is recorded against the scripted server (whole, streamed, async),
-then replayed with the server stopped and the client pointed at a closed port: the same tool
-calls, the same answer, the same contexts, and a divergence named at its step and message.
+Messages, litellm, google-genai (its automatic function calling too). Each run is recorded
+against the scripted server (whole, streamed, async), then replayed with the server stopped and
+the client pointed at a closed port: the same tool calls, the same answer, the same contexts,
+and a divergence named at its step and message.
 
 Real parts throughout: the real client libraries and their own stream helpers
 (`responses.stream`, `messages.stream`), the SDK writing our OTLP JSON Lines file, the analyzer's
@@ -307,10 +308,17 @@ def _parse_responses_raw(base_url: str, model: Any) -> Any:
     return raw.parse().output_parsed
 
 
-@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw],
-                         ids=["responses", "anthropic", "chat-raw", "responses-raw"])
+def _parse_genai(base_url: str, model: Any) -> Any:  # response_schema: the SDK fills `.parsed`
+    config = genai_types.GenerateContentConfig(response_mime_type="application/json", response_schema=model)
+    client = _gemini(base_url)  # kept: a collected Client closes its HTTP client
+    return client.models.generate_content(model=genai_agent.MODEL, contents="refund as json", config=config).parsed
+
+
+@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw, _parse_genai],
+                         ids=["responses", "anthropic", "chat-raw", "responses-raw", "genai"])
 def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
-    """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`: the SDKs' own parsers."""
+    """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`, genai's
+    `response_schema`: the SDKs' own parsers."""
     from pydantic import BaseModel
 
     from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
