@@ -4,9 +4,9 @@ against the scripted server, a URL nobody listens on, and a log of the tools the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
-import sys
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
@@ -60,17 +60,17 @@ class Session:
 
 
 def tool_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
-    """Log every tool the example agents run (each imported `run_tool` by name)."""
+    """Log every tool the example agents really run: each of `support_agent.TOOLS`, which their
+    `run_tool` dispatches to and google-genai's automatic function calling is given."""
     calls: list[tuple[str, dict]] = []
-    real = support_agent.run_tool
+    for name, real in list(support_agent.TOOLS.items()):
 
-    def logged(name: str, arguments: dict) -> str:
-        calls.append((name, arguments))
-        return real(name, arguments)
+        @functools.wraps(real)  # the same name, signature and annotations: what the SDK declares
+        def logged(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            calls.append((_name, kwargs))
+            return _real(*args, **kwargs)
 
-    for module in ("support_agent", "responses_agent", "anthropic_agent"):
-        if module in sys.modules:
-            monkeypatch.setattr(sys.modules[module], "run_tool", logged)
+        monkeypatch.setitem(support_agent.TOOLS, name, logged)
     return calls
 
 
@@ -172,15 +172,16 @@ def falls_through_after_the_changed_tool_result(tmp_path: Path, monkeypatch: pyt
     assert len([s for s in session.spans() if s.name.startswith("chat")]) == 3
 
 
-def replayed_offline(path: Path, agent: Callable[[str], str], answer: str) -> tuple[list[Any], list[Any]]:
+def replayed_offline(path: Path, agent: Callable[[str], str], answer: str, **options: Any) -> tuple[list[Any], list[Any]]:
     """Replay `agent` from the recording at `path` with the model at a closed port: the same answer,
     three steps answered, no divergence, and the replayed SDK objects read back exactly as the live
     ones did (the same context per step, the same response ids, `replay.of` the original).
-    Returns the replayed (steps, chats) spans, in time order."""
+    `options` go to `otel_agent_trace.replay` (`tools="recorded"`). Returns the replayed (steps,
+    chats) spans, in time order."""
     from otel_agent_trace.replay.recording import load
 
     original = load(str(path))
-    with Session() as session, otel_agent_trace.replay(str(path)) as replayer:
+    with Session() as session, otel_agent_trace.replay(str(path), **options) as replayer:
         replayed = agent(closed_port_url())
     assert replayed == answer
     assert replayer.diverged is None and len(replayer.used) == 3

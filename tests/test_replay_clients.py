@@ -1,7 +1,8 @@
 """Replay for every other client recorded as decision steps: the OpenAI Responses API, anthropic
-Messages, litellm. Each run is recorded against the scripted server (whole, streamed, async),
-then replayed with the server stopped and the client pointed at a closed port: the same tool
-calls, the same answer, the same contexts, and a divergence named at its step and message.
+Messages, litellm, google-genai (its automatic function calling too). Each run is recorded
+against the scripted server (whole, streamed, async), then replayed with the server stopped and
+the client pointed at a closed port: the same tool calls, the same answer, the same contexts,
+and a divergence named at its step and message.
 
 Real parts throughout: the real client libraries and their own stream helpers
 (`responses.stream`, `messages.stream`), the SDK writing our OTLP JSON Lines file, the analyzer's
@@ -22,11 +23,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm 
 
 import anthropic  # noqa: E402
 import anthropic_agent  # noqa: E402
+import genai_agent  # noqa: E402
 import litellm  # noqa: E402
 import litellm_agent  # noqa: E402
 import openai  # noqa: E402
 import responses_agent  # noqa: E402
 import support_agent  # noqa: E402
+from google import genai  # noqa: E402
+from google.genai import types as genai_types  # noqa: E402
 from replay_helpers import (  # noqa: E402
     Session, chat_async, chat_streamed, closed_port_url, diverges_at_the_changed_tool_result,
     falls_through_after_the_changed_tool_result, record, replayed_offline, tool_log,
@@ -148,6 +152,43 @@ def litellm_async(base_url: str) -> str:
         tools=support_agent.TOOL_SCHEMAS))
 
 
+# --- google-genai --------------------------------------------------------------------------------
+def _gemini(base_url: str) -> Any:
+    return genai.Client(api_key="test", http_options=genai_types.HttpOptions(base_url=base_url.removesuffix("/v1")))
+
+
+def genai_plain(base_url: str) -> str:
+    return genai_agent.handle_ticket(_gemini(base_url), TICKET)
+
+
+def genai_stream(base_url: str) -> str:  # generate_content_stream: text in pieces, function calls whole
+    return genai_agent.handle_ticket(_gemini(base_url), TICKET, stream=True)
+
+
+def genai_async(base_url: str) -> str:
+    return asyncio.run(genai_agent.ahandle_ticket(_gemini(base_url), TICKET))
+
+
+def genai_async_stream(base_url: str) -> str:
+    """`aio.models.generate_content_stream` read chunk by chunk."""
+
+    async def main() -> str:
+        client = _gemini(base_url)
+        contents: list[Any] = [genai_types.Content(role="user", parts=[genai_types.Part(text=TICKET)])]
+        for _ in range(support_agent.MAX_TURNS):
+            parts = []
+            async for chunk in await client.aio.models.generate_content_stream(
+                    model=genai_agent.MODEL, contents=contents, config=genai_agent._config()):
+                parts += [p for p in chunk.candidates[0].content.parts or () if p.function_call or p.text]
+            content = genai_types.Content(role="model", parts=parts)
+            if not any(p.function_call for p in parts):
+                return "".join(p.text or "" for p in parts)
+            contents += [content, genai_agent._answer(content)]
+        raise AssertionError("no answer")
+
+    return asyncio.run(main())
+
+
 # --- with_raw_response / with_streaming_response: the SDKs' own HTTP response objects -------------
 def _raw(resource: Any) -> SimpleNamespace:
     """`resource.create(...)` through `with_raw_response` (the SDK's `LegacyAPIResponse`), parsed."""
@@ -213,6 +254,8 @@ AGENTS: dict[str, Callable[[str], str]] = {
     "responses-raw": responses_raw, "responses-streaming-async": responses_streaming_async,
     "anthropic-raw": anthropic_raw, "anthropic-raw-stream": lambda base_url: anthropic_raw_events(base_url, raw=True),
     "anthropic-streaming-async": anthropic_streaming_async,
+    "genai-plain": genai_plain, "genai-stream": genai_stream, "genai-async": genai_async,
+    "genai-async-stream": genai_async_stream,
 }
 
 
@@ -231,14 +274,14 @@ def test_replay_with_the_server_gone_gives_the_same_run(tmp_path, monkeypatch, n
     assert len(chats) == 3 and all(not s.status.status_code.value == 2 for s in chats)
 
 
-@pytest.mark.parametrize("name", ["responses-plain", "anthropic-stream", "litellm-async"])
+@pytest.mark.parametrize("name", ["responses-plain", "anthropic-stream", "litellm-async", "genai-stream"])
 def test_divergence_names_the_step_and_the_first_differing_message(tmp_path, monkeypatch, capsys, name):
     diverges_at_the_changed_tool_result(tmp_path, monkeypatch, capsys, AGENTS[name])
 
 
 # (a chained Responses run would go on live with the recorded response ids, which a live provider
 # must still hold; the restarted scripted server does not: the whole-conversation variant here)
-@pytest.mark.parametrize("name", ["responses-stream-whole", "anthropic-plain", "litellm-plain"])
+@pytest.mark.parametrize("name", ["responses-stream-whole", "anthropic-plain", "litellm-plain", "genai-async"])
 def test_fallthrough_goes_on_live_after_a_divergence(tmp_path, monkeypatch, name):
     falls_through_after_the_changed_tool_result(tmp_path, monkeypatch, AGENTS[name])
 
@@ -265,10 +308,17 @@ def _parse_responses_raw(base_url: str, model: Any) -> Any:
     return raw.parse().output_parsed
 
 
-@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw],
-                         ids=["responses", "anthropic", "chat-raw", "responses-raw"])
+def _parse_genai(base_url: str, model: Any) -> Any:  # response_schema: the SDK fills `.parsed`
+    config = genai_types.GenerateContentConfig(response_mime_type="application/json", response_schema=model)
+    client = _gemini(base_url)  # kept: a collected Client closes its HTTP client
+    return client.models.generate_content(model=genai_agent.MODEL, contents="refund as json", config=config).parsed
+
+
+@pytest.mark.parametrize("ask", [_parse_responses, _parse_anthropic, _parse_chat_raw, _parse_responses_raw, _parse_genai],
+                         ids=["responses", "anthropic", "chat-raw", "responses-raw", "genai"])
 def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
-    """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`: the SDKs' own parsers."""
+    """`responses.parse(text_format=...)`, `messages.parse(output_format=...)`, genai's
+    `response_schema`: the SDKs' own parsers."""
     from pydantic import BaseModel
 
     from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
@@ -315,3 +365,42 @@ def test_uninstrument_takes_the_send_wrapper_off_and_the_next_replay_puts_it_bac
         replayed_offline(path, chat_raw, answer)
         assert not hasattr(httpx2.Client.send, "__wrapped__")
         assert not hasattr(httpx2.AsyncClient.send, "__wrapped__")
+
+
+# --- google-genai's automatic function calling: the SDK runs the functions itself ------------------
+def _afc(ticket: str) -> Callable[[str], str]:
+    return lambda base_url: genai_agent.handle_ticket_afc(_gemini(base_url), ticket)
+
+
+def test_genai_automatic_function_calling_replays_with_the_functions_run_for_real(tmp_path, monkeypatch):
+    """`chats.send_message` with Python functions as tools: the replayed responses carry the
+    recorded function calls, the SDK runs the real functions again (the carrier's first call
+    times out again, the SDK sends that error back as recorded), the same answer."""
+    agent = _afc(support_agent.TICKETS[2])  # track_shipment A1003: a timeout, then shipped
+    calls = tool_log(monkeypatch)
+    path, answer = record(tmp_path, agent)
+    recorded_calls = list(calls)
+    assert recorded_calls == [("track_shipment", {"order_id": "A1003"})] * 2
+    assert answer.startswith("Order A1003 has shipped")
+    calls.clear()
+    steps, _ = replayed_offline(path, agent, answer)
+    assert calls == recorded_calls
+    assert [s.attributes.get("agent_trace.step.tool_calls") for s in steps] == [("track_shipment",)] * 2 + [None]
+
+
+def test_genai_automatic_function_calling_with_recorded_tools_runs_no_function(tmp_path, monkeypatch, capsys):
+    """replay_tools=recorded: the functions the SDK calls are explicit tools, answered from the
+    recording (the order service is emptied: only the recording can answer lookup_order).
+    calculate_refund never runs, live or replayed: the SDK cannot convert its arguments
+    (`list[dict[str, Any]]`) and sends the error back itself, so the recorder inferred that call
+    from the conversation, and the replay says it cannot stub it (it is the same either way)."""
+    agent = _afc(TICKET)
+    calls = tool_log(monkeypatch)
+    path, answer = record(tmp_path, agent)
+    assert ("lookup_order", {"order_id": "A1001"}) in calls and "$25.00" in answer
+    calls.clear()
+    monkeypatch.setattr(support_agent, "ORDERS", {})
+    _, chats = replayed_offline(path, agent, answer, tools="recorded")
+    assert not [name for name, _ in calls if name == "lookup_order"]
+    err = capsys.readouterr().err
+    assert err.count("replay_tools=recorded cannot stub calculate_refund:") == 1

@@ -18,7 +18,8 @@ results meet under the same ids, as in every other client.
 Automatic function calling: the SDK runs each function through
 `_extra_utils.invoke_function_from_dict_args[_async]`; those are patched to run the function as
 an explicit tool (`tools/decorator.wrap_tool`), so each execution is a real `execute_tool` span
-(its time, its exception) matched to the model's pending call.
+(its time, its exception) matched to the model's pending call, and under replay with
+`replay_tools=recorded` is answered from the recording. Replay: `genai_replay.py`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
-from otel_agent_trace.providers._translate import content_text, get as _get, plain
+from otel_agent_trace.providers import genai_replay
+from otel_agent_trace.providers._translate import get as _get, plain
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
 
@@ -241,8 +243,8 @@ def _stream(invocation: Any, result: Any) -> Any:
     return wrap_stream(result, invocation, StreamAccumulator(_turn(invocation)), hasattr(result, "__aiter__"))
 
 
-wrapper = chat_wrapper(_request, _response, "genai")
-stream_wrapper = chat_wrapper(_stream_request, _stream, "genai")
+wrapper = chat_wrapper(_request, _response, "genai", genai_replay.build)
+stream_wrapper = chat_wrapper(_stream_request, _stream, "genai", genai_replay.build_stream)
 
 
 def as_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:

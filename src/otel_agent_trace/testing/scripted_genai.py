@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from otel_agent_trace.providers import genai_replay
+from otel_agent_trace.providers.genai_replay import stream_chunks  # noqa: F401  (the server's stream: the replay's)
+
 ROUTES = (":generateContent", ":streamGenerateContent")
 
 
@@ -52,13 +55,10 @@ def chat_view(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def response_body(completion: Mapping[str, Any]) -> dict[str, Any]:
-    """A `GenerateContentResponse` with the same decision as a scripted chat completion."""
+    """A `GenerateContentResponse` with the same decision as a scripted chat completion (the wire
+    form is the product's, `providers/genai_replay.response_body`: replay sends the same)."""
     message = completion["choices"][0]["message"]
-    parts: list[dict[str, Any]] = []
-    if message.get("content"):
-        parts.append({"text": message["content"]})
-    for call in message.get("tool_calls") or ():
-        parts.append({"functionCall": {"name": call["function"]["name"], "args": json.loads(call["function"]["arguments"])}})
+    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]), None) for c in message.get("tool_calls") or ()]
     usage = completion["usage"]
     thoughts = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
     metadata = {"promptTokenCount": usage["prompt_tokens"], "candidatesTokenCount": usage["completion_tokens"] - (thoughts or 0),
@@ -67,26 +67,8 @@ def response_body(completion: Mapping[str, Any]) -> dict[str, Any]:
         metadata["cachedContentTokenCount"] = usage["prompt_tokens_details"].get("cached_tokens", 0)
     if thoughts is not None:
         metadata["thoughtsTokenCount"] = thoughts
-    return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": metadata,
-        "modelVersion": completion["model"],
-        "responseId": completion["id"].replace("chatcmpl-", "genai-"),
-    }
-
-
-def stream_chunks(response: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The same response as streamed chunks: text in pieces, each function call whole, the finish
-    reason and usage on the last chunk."""
-    candidate = response["candidates"][0]
-    base = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
-    chunks = []
-    for part in candidate["content"]["parts"]:
-        pieces = [{"text": part["text"][i:i + 16]} for i in range(0, len(part["text"]), 16)] if "text" in part else [part]
-        chunks += [{**base, "candidates": [{"content": {"role": "model", "parts": [p]}, "index": 0}]} for p in pieces]
-    last = {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": candidate["finishReason"], "index": 0}
-    chunks.append({**base, "candidates": [last], "usageMetadata": response["usageMetadata"]})
-    return chunks
+    return genai_replay.response_body(message.get("content"), calls, usage=metadata, model_version=completion["model"],
+                                      response_id=completion["id"].replace("chatcmpl-", "genai-"))
 
 
 def sse(chunks: list[dict[str, Any]]) -> list[bytes]:
