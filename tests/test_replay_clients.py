@@ -404,3 +404,17 @@ def test_genai_automatic_function_calling_with_recorded_tools_runs_no_function(t
     assert not [name for name, _ in calls if name == "lookup_order"]
     err = capsys.readouterr().err
     assert err.count("replay_tools=recorded cannot stub calculate_refund:") == 1
+
+
+def test_genai_recorded_tool_exception_is_raised_again_as_recorded(tmp_path, monkeypatch):
+    """replay_tools=recorded and a tool that raised in the recording (the carrier's timeout):
+    the replay raises it again named and worded like the original, so the error the SDK sends back
+    to the model is the recorded one and strict replay goes through (no function runs)."""
+    agent = _afc(support_agent.TICKETS[2])  # track_shipment A1003: a timeout, then shipped
+    calls = tool_log(monkeypatch)
+    path, answer = record(tmp_path, agent)
+    assert calls == [("track_shipment", {"order_id": "A1003"})] * 2
+    calls.clear()
+    steps, _ = replayed_offline(path, agent, answer, tools="recorded")
+    assert calls == []  # both answered from the recording: the raise and the result
+    assert [s.attributes.get("agent_trace.step.tool_calls") for s in steps] == [("track_shipment",)] * 2 + [None]

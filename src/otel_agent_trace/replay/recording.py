@@ -14,6 +14,7 @@ from typing import Any
 from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
+    ERROR_TYPE_SEMCONV,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_RESPONSE_ID,
@@ -30,7 +31,7 @@ from otel_agent_trace.model import (
     parse_json_or_text,
     semconv_messages,
 )
-from otel_agent_trace.replay.errors import CONTENT_SETTING, ReplayUnavailable
+from otel_agent_trace.replay.errors import CONTENT_SETTING, RecordedToolError, ReplayUnavailable
 
 NEW_MESSAGES = "agent_trace.context.new_messages"  # written by recorder/chat.py
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
@@ -52,7 +53,25 @@ class RecordedTool:
     result: Any
     source: str | None
     outcome: str | None = None
-    error: str | None = None  # the recorded exception's message
+    error: str | None = None  # the recorded exception's status text ("Type: message")
+    error_type: str | None = None  # its class name (`error.type`)
+
+    @property
+    def raised(self) -> bool:
+        """It raised in the recording (a TimeoutError is recorded as outcome `timeout`)."""
+        return self.outcome == "exception" or (self.outcome == "timeout" and self.error_type is not None)
+
+    def exception(self) -> Exception:
+        """The recorded exception, to raise again: a `RecordedToolError` named like the original
+        and with its message, so an agent that sends `f"{type(e).__name__}: {e}"` or `str(e)` back
+        to the model sends what it sent in the recording."""
+        name = (self.error_type or "").rpartition(".")[2]
+        message = self.error or f"{self.name}: an exception"
+        if name and message.startswith(name + ": "):
+            message = message[len(name) + 2:]
+        if not name.isidentifier():
+            return RecordedToolError(f"{self.name} raised in the recording: {message}")
+        return type(name, (RecordedToolError,), {"__module__": RecordedToolError.__module__})(message)
 
 
 @dataclass
@@ -109,7 +128,7 @@ def load(path: str, trace_id: str | None = None) -> Recording:
                           parse_json_or_text(t.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)),
                           parse_json_or_text(t.attributes.get(GEN_AI_TOOL_CALL_RESULT)),
                           t.attributes.get(TOOL_SOURCE), t.attributes.get(TOOL_OUTCOME),
-                          t.status_message or None) for t in run.tools]
+                          t.status_message or None, t.attributes.get(ERROR_TYPE_SEMCONV)) for t in run.tools]
     return Recording(path, run.trace_id, steps, messages, tools)
 
 

@@ -17,7 +17,7 @@ import orjson
 
 from otel_agent_trace import hashing
 from otel_agent_trace.model import ChatRequest, ChatResponse, Message, parse_json_or_text
-from otel_agent_trace.replay.errors import RecordedToolError, ReplayDivergence
+from otel_agent_trace.replay.errors import ReplayDivergence
 from otel_agent_trace.replay.recording import Recording, RecordedStep
 
 MODES = ("strict", "fallthrough")
@@ -59,8 +59,8 @@ class Replayer:
                 print(f"otel-agent-trace replay: no recorded call of tool {name}; it runs live", file=sys.stderr)
                 return LIVE
             self.tools_used.add(self.recording.tools.index(found))
-        if found.outcome == "exception":
-            raise RecordedToolError(f"{name} raised in the recording: {found.error or 'an exception'}")
+        if found.raised:
+            raise found.exception()
         return found.result
 
     def unstubbable(self) -> list[str]:
