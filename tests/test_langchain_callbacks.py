@@ -80,6 +80,25 @@ def test_custom_chat_model_gives_the_plain_loop_tree(instrument, factory):
     assert json.loads(attrs(steps[1])["agent_trace.context.new_messages"])[0]["message"]["tool_calls"][0]["id"] == "call_0_0"
 
 
+def test_plain_bind_tools_loop_is_an_implicit_run(instrument):
+    """No graph: `bind_tools(...).invoke` and `tool.invoke(call)` in a hand-written loop. The run is
+    implicit (found by conversation), opened by the first recorded call and enclosing its steps."""
+    traced = instrument()
+    tools = {t.name: t for t in langgraph_agent.build_tools()}
+    bound = model().bind_tools(list(tools.values()))
+    messages: list[Any] = [("user", HEALTHY)]
+    while True:
+        reply = bound.invoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            break
+        messages += [tools[call["name"]].invoke(call) for call in reply.tool_calls]
+    assert reply.content.startswith("Your refund")
+    (run,) = runs(traced)
+    assert tree(traced, run) == TWO_STEPS
+    assert run.start_time <= min(s.start_time for s in traced.children(run))
+
+
 def test_async_custom_chat_model(instrument):
     traced = instrument()
     agent = create_react_agent(model(), langgraph_agent.build_tools(), name="support")

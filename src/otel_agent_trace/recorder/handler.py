@@ -133,7 +133,7 @@ class Handler:
         thread = threading.get_ident()
         with self._open_lock:
             stale = self._over(thread, own)
-            run = RunInvocation(self, None, True)
+            run = RunInvocation(self, None, True, start_ns=request.started_ns)
             run.thread = thread
             stale += self._keep_open(run)
         for old in stale:
