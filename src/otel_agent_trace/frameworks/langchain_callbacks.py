@@ -67,12 +67,14 @@ def _the_handler() -> Any:
 
 # --- the handler ----------------------------------------------------------------------------------
 class _Call:
-    """A chat model call in flight: what it was asked, when, and its claim window."""
+    """A chat model call in flight: what it was asked (translated only if it is recorded: a
+    claimed call costs a shallow copy), when, and its claim window."""
 
-    __slots__ = ("request", "window", "previous")
+    __slots__ = ("asked", "started_ns", "window", "previous")
 
-    def __init__(self, request: ChatRequest, window: ModelCall, previous: Any):
-        self.request, self.window, self.previous = request, window, previous
+    def __init__(self, asked: tuple, window: ModelCall, previous: Any):
+        self.asked, self.started_ns = asked, time.time_ns()
+        self.window, self.previous = window, previous
 
 
 class _Recorder:
@@ -96,12 +98,12 @@ class _Recorder:
     def _start(self, serialized: Any, messages: Any, run_id: Any, kwargs: dict) -> None:
         if installed_handler() is None or not messages:
             return
-        request = to_request(serialized, messages[0], kwargs.get("invocation_params") or {},
-                             kwargs.get("metadata") or {})
+        asked = (serialized, list(messages[0]), dict(kwargs.get("invocation_params") or {}),
+                 dict(kwargs.get("metadata") or {}))
         window = ModelCall()
         if len(self._calls) >= _MAX_OPEN:
             self._calls.pop(next(iter(self._calls)), None)
-        self._calls[run_id] = _Call(request, window, model_call.get())
+        self._calls[run_id] = _Call(asked, window, model_call.get())
         model_call.set(window)  # this context is the model call's own (the handler runs inline)
 
     def _end(self, run_id: Any, response: Any, error: BaseException | None) -> None:
@@ -113,15 +115,18 @@ class _Recorder:
         handler = installed_handler()
         if call.window.claimed or handler is None:
             return  # a patched client underneath recorded this call
-        invocation = handler.chat(call.request)
+        request = to_request(*call.asked, started_ns=call.started_ns)
+        answer = to_response(response, request.model) if error is None else None
+        invocation = handler.chat(request)
         if error is not None:
             invocation.fail(error)
         else:
-            invocation.stop(to_response(response, call.request.model))
+            invocation.stop(answer)
 
 
 # --- translation ----------------------------------------------------------------------------------
-def to_request(serialized: Any, messages: list[Any], params: dict, metadata: dict) -> ChatRequest:
+def to_request(serialized: Any, messages: list[Any], params: dict, metadata: dict,
+               started_ns: int | None = None) -> ChatRequest:
     model = (params.get("model") or params.get("model_name") or metadata.get("ls_model_name")
              or params.get("_type") or _class_name(serialized))
     tools = params.get("tools") or params.get("functions")
@@ -131,7 +136,7 @@ def to_request(serialized: Any, messages: list[Any], params: dict, metadata: dic
         tools=plain_tools(tools) if isinstance(tools, list) else [],
         params={k: plain(params[k]) for k in _PARAMS if params.get(k) is not None},
         provider=str(metadata.get("ls_provider") or "langchain"),
-        started_ns=time.time_ns(),
+        started_ns=started_ns,
     )
 
 
