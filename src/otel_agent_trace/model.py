@@ -184,6 +184,8 @@ class ChatRequest:
     provider: str = "openai"
     # full sha256 of each message (hashing.message_hash), when the provider already has them
     message_hashes: list[str] | None = None
+    # when the call began, for a call recorded after it returned (a framework callback)
+    started_ns: int | None = None
 
 
 @dataclass

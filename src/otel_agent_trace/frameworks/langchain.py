@@ -11,9 +11,11 @@
   as a node of a supervisor graph) is that run's sub-agent: nested and linked `delegated_to`
   (recorder/delegation.py).
 
-Model calls are not wrapped here: `langchain-openai` (and anthropic, litellm) call the client we
-already patch, so each model call is exactly one chat span, and the request's tool definitions
-are the bound tools' schemas. A LangGraph model node is the step its chat call opens.
+Model calls: `langchain-openai` (and anthropic, litellm) call the client we already patch, so
+each model call is that client's one chat span, and the request's tool definitions are the bound
+tools' schemas. A chat model on any other backend is recorded by our callback handler
+(langchain_callbacks.py), only when no patched client recorded the call. A LangGraph model node
+is the step its chat call opens.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextvars
 from typing import Any
 
 from otel_agent_trace._failopen import safely
+from otel_agent_trace.frameworks import langchain_callbacks
 from otel_agent_trace.recorder.delegation import agent_run, resume
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
@@ -207,6 +210,7 @@ async def _astreamed(invocation: Invocation, instance: Any, stream: Any) -> Any:
 
 TARGETS = {
     TOOLS_MODULE: {"BaseTool.run": tool_run, "BaseTool.arun": tool_arun},
+    langchain_callbacks.MODULE: {"BaseCallbackManager.__init__": langchain_callbacks.manager_init},
     GRAPH_MODULE: {"Pregel.invoke": graph_invoke, "Pregel.ainvoke": graph_ainvoke,
                    "Pregel.stream": graph_stream, "Pregel.astream": graph_astream},
 }

@@ -115,13 +115,15 @@ def open_chat(handler: "Handler", run: RunInvocation, request: ChatRequest, hash
 
     deps = Dependencies()
     infer_tool_results(handler, run, request, deps)
-    run.close_open_step()
+    opened, began = run.open_step, request.started_ns
+    run.close_open_step(began if opened is not None and began is not None and began >= opened.started_ns else None)
     step = _open_step(handler, run, request, hashes, deps)
     span = handler.tracer.start_span(
         f"{OP_CHAT} {request.model}" if request.model else OP_CHAT,
         context=trace.set_span_in_context(step.span),
         kind=SpanKind.CLIENT,
         attributes=_request_attributes(request, handler, run),
+        start_time=request.started_ns,
     )
     return ChatInvocation(handler, run, step, span, request)
 
@@ -147,7 +149,7 @@ def _open_step(handler: "Handler", run: RunInvocation, request: ChatRequest, has
     attributes.update(deps.attributes())
     if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
-    now = time.time_ns()
+    now = request.started_ns or time.time_ns()
     span = handler.tracer.start_span(
         f"{STEP_SPAN_PREFIX} {index}",
         context=trace.set_span_in_context(run.span),

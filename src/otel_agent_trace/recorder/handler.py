@@ -45,7 +45,7 @@ from otel_agent_trace.recorder import guards
 from otel_agent_trace.recorder.chat import ChatInvocation, open_chat
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit, live
-from otel_agent_trace.recorder.state import active_tool, implicit_run
+from otel_agent_trace.recorder.state import active_tool, implicit_run, model_call
 from otel_agent_trace.recorder.tools import start_tool
 from otel_agent_trace.version import __version__
 
@@ -106,6 +106,9 @@ class Handler:
 
     # --- chat: which run --------------------------------------------------------------------------
     def _start_chat(self, request: ChatRequest) -> ChatInvocation:
+        window = model_call.get()
+        if window is not None:
+            window.claimed = True  # the framework's model call this chat is inside is recorded
         hashes = request.message_hashes
         if hashes is None:
             hashes = request.message_hashes = [hashing.message_hash(m) for m in request.messages]
@@ -130,7 +133,7 @@ class Handler:
         thread = threading.get_ident()
         with self._open_lock:
             stale = self._over(thread, own)
-            run = RunInvocation(self, None, True)
+            run = RunInvocation(self, None, True, start_ns=request.started_ns)
             run.thread = thread
             stale += self._keep_open(run)
         for old in stale:

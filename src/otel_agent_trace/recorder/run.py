@@ -49,7 +49,8 @@ class RunInvocation(Invocation):
     kind = "run"
 
     def __init__(self, handler: "Handler", name: str | None, implicit: bool,
-                 validate: Callable[[str], Any] | None = None, delegated_by: Any = None):
+                 validate: Callable[[str], Any] | None = None, delegated_by: Any = None,
+                 start_ns: int | None = None):
         super().__init__()
         self.handler = handler
         self.name = name
@@ -70,7 +71,7 @@ class RunInvocation(Invocation):
             parent, links = trace.set_span_in_context(delegated_by), deps.links()
         self.span = handler.tracer.start_span(
             f"{OP_INVOKE_AGENT} {name}" if name else OP_INVOKE_AGENT, context=parent, kind=SpanKind.INTERNAL,
-            attributes=attributes, links=links)
+            attributes=attributes, links=links, start_time=start_ns)
         self.started = time.monotonic()
         self.steps: list[StepState] = []
         self.open_step: StepState | None = None

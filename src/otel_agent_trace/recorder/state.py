@@ -61,3 +61,17 @@ explicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_
 implicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_implicit_run", default=None)
 # The execute_tool span currently running (explicit tools), so nested tool calls don't double-record.
 active_tool: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_active_tool", default=None)
+
+
+class ModelCall:
+    """A framework's model call in flight (a LangChain chat model's callback window): a chat of
+    ours that starts inside it claims it, so the framework records no second chat for the call."""
+
+    __slots__ = ("claimed",)
+
+    def __init__(self) -> None:
+        self.claimed = False
+
+
+# The framework model call this context is inside, if any.
+model_call: contextvars.ContextVar[ModelCall | None] = contextvars.ContextVar("agent_trace_model_call", default=None)
