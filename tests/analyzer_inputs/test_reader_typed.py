@@ -62,6 +62,7 @@ _export = st.fixed_dictionaries({"resourceSpans": st.lists(_resource_spans, min_
 # ... and odd values to put anywhere in them
 _ODD = st.one_of(st.sampled_from([
     None, True, False, 1.5, -1, 0, 6, 2**64, -(2**64), "", "x", [], {}, "1e3", "3", " 5", "007", "-0", "123456789",
+    "1,2", " 7\t", "[1]", "1.0", "9223372036854775808", "\u0661",  # odd times too: `_times` parses them in one batch
     "SPAN_KIND_SERVER", "STATUS_CODE_ERROR", "NaN", "zz" * 8, "ab", [{}], [None],
     {"stringValue": "a", "intValue": "1"}, {"boolValue": True, "doubleValue": 1.0}, {"weirdValue": 1},
     {"stringValue": None}, {"bytesValue": "AAE="}, {"kvlistValue": {"values": [{"key": "k", "value": {"intValue": "3"}}]}},
@@ -70,7 +71,7 @@ _ODD = st.one_of(st.sampled_from([
     {"key": "a"}, {"value": {"stringValue": "a"}}]), _scalar, _value)
 _RENAMES = {"traceId": "trace_id", "spanId": "span_id", "parentSpanId": "parent_span_id",
             "startTimeUnixNano": "start_time_unix_nano", "resourceSpans": "resource_spans", "scopeSpans": "scope_spans",
-            "stringValue": "string_value", "name": "unknownField"}
+            "stringValue": "string_value", "name": "unknownField", "scope": "instrumentationLibrary"}
 
 
 def _spots(node, out):
@@ -172,6 +173,30 @@ def test_span_ids_read_alike(span_ids):
     """Span ids are checked per record (`_lower_hex_ids`): one odd id sends the record to the orjson path."""
     spans = ",".join('{"traceId":"%s","spanId":"%s","startTimeUnixNano":"5"}' % (_TRACE, i) for i in span_ids)
     raw = ('{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % spans).encode()
+    typed, plain = _both(raw)
+    assert typed == plain
+
+
+@pytest.mark.parametrize("times", [
+    ['"5"', '"6"'], ['"1,2"', '"3"'], ['"1,2"', '""'], ['" 7\\t"', '"8"'], ['""', '"8"'], ['5', '"8"'], ['"007"', '"8"'],
+    ['"1e3"', '"8"'], ['"1.0"', '"8"'], ['"9223372036854775808"', '"99999999999999999999999"'], ['"-0"', '"-5"'],
+    ['"[1]"', '"8"'], ['"1]"', '"[2"'], ['"\\u0661"', '"8"'], ['"1_0"', '"8"'], ['"8"', '"1 2"'],
+])
+def test_times_read_alike(times):
+    """A record's start and end times are parsed in one batch (`_times`): one odd value must not shift the others."""
+    spans = ",".join('{"traceId":"%s","spanId":"%s","startTimeUnixNano":%s,"endTimeUnixNano":%s}' % (_TRACE, span, *t)
+                     for span, t in [(_SPAN, times), ("0123456789abcdef", ['"11"', '"12"']), ("0123456789abcdee", times[::-1])])
+    raw = ('{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % spans).encode()
+    typed, plain = _both(raw)
+    assert typed == plain
+
+
+@pytest.mark.parametrize("scope", ['"instrumentationLibrary":{"name":"lib"}',
+                                   '"scope":{"name":"s"},"instrumentationLibrary":{"name":"lib"}'])
+def test_old_scope_name_read_alike(scope):
+    """`instrumentationLibrary`, the old name of `scope`, is read when `scope` is absent."""
+    raw = ('{"resourceSpans":[{"scopeSpans":[{%s,"spans":[{"traceId":"%s","spanId":"%s"}]}]}]}'
+           % (scope, _TRACE, _SPAN)).encode()
     typed, plain = _both(raw)
     assert typed == plain
 

@@ -99,6 +99,7 @@ class Scope(Struct, gc=False):
 class ScopeSpans(Struct, gc=False):
     spans: list[Span]
     scope: Scope = None  # type: ignore[assignment]
+    instrumentationLibrary: Raw = None  # type: ignore[assignment]  # the old name of `scope`
 
 
 class ResourceSpans(Struct, gc=False):
@@ -113,4 +114,5 @@ class Export(Struct, gc=False):
 
 
 decode_export = msgspec.json.Decoder(Export).decode
+decode_ints = msgspec.json.Decoder(list[int]).decode  # `otlp_json._times`
 DecodeError = msgspec.DecodeError
