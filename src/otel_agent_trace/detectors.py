@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import filterfalse
 from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
@@ -244,6 +245,7 @@ def drops_instructions(roles: Iterable[str]) -> bool:
 RECEIVED_ROLES = ("user", "system", "developer", "tool")  # messages whose values the model received
 _SEPARATORS = r"\s\"'`()\[\]{}<>,;=|"
 _SEPARATOR_CHARS = "\"'`()[]{}<>,;=|"  # the separators other than white space, each replaced by a space
+_ASCII_SEPARATORS = bytes.maketrans(_SEPARATOR_CHARS.encode(), b" " * len(_SEPARATOR_CHARS))
 # a token that can be distinctive holds a digit or one of / . _ - @ : (plain words never are): a
 # whole run of non-separators that holds one (`_candidates`)
 _MARKED = re.compile(r"[\d/._@:\-]").search
@@ -303,9 +305,9 @@ def _gather(value: Any, depth: int, out: list[Any], texts: set[str] | None) -> N
             out.append(value)  # an identifier-like string is one value
         elif texts is None:  # text: its tokens are the values (those that can be distinctive)
             out += _candidates(value)
-        elif value not in texts:  # (keys: every run; `_keys_of` skips those that cannot be distinctive)
+        elif value not in texts:  # (keys: the runs that are not letters only, filtered in C: words never are)
             texts.add(value)
-            out += _runs(value)
+            out += filterfalse(str.isalpha, _runs(value))
     else:
         out.append(value)
 
@@ -316,9 +318,12 @@ def _runs(text: str) -> list[str]:
     (a regex finding them cost ~10x)."""
     if len(text) > MAX_SCAN_CHARS:
         text = text[:MAX_SCAN_CHARS]
-    for separator in _SEPARATOR_CHARS:
-        if separator in text:
-            text = text.replace(separator, " ")
+    if text.isascii():  # (most text: one table lookup per byte, where fifteen searches cost ~5x)
+        text = text.encode().translate(_ASCII_SEPARATORS).decode()
+    else:
+        for separator in _SEPARATOR_CHARS:
+            if separator in text:
+                text = text.replace(separator, " ")
     return text.split()
 
 
