@@ -144,6 +144,23 @@ def test_candidate_tokens_are_the_runs_that_hold_a_mark(text):
 
 
 @settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab1Z9 \t\n\"'`()[]{}<>,;=|/._@:-$€٣é\u2003\u00a0", max_size=60), st.booleans())
+def test_keys_of_a_text_are_those_of_its_marked_runs(text, ascii_only):
+    """`distinctive_values` of plain text (ASCII: separators mapped in one bytes.translate; else
+    replaced one by one; letters-only runs dropped before the memo) equals `value_key` of each
+    separator-delimited run that holds a digit or mark, by the regex definition."""
+    import re
+
+    if ascii_only:
+        text = text.encode("ascii", "ignore").decode()
+    text = "x " + text + " " * 65  # (plain text: not JSON, longer than an identifier)
+    runs = re.findall(rf"[^{detectors._SEPARATORS}]+", text)
+    expected = {detectors.value_key(r) for r in runs if re.search(r"[\d/._@:\-]", r)} - {None}
+    detectors._cache.clear()
+    assert detectors.distinctive_values(text) == expected
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.one_of(st.text(max_size=12), st.builds(lambda a, b: a + b, st.sampled_from(
     ["", " ", "\t", "\ufeff", "\u00a0", "\x0c", "+", ".", "N", "I", "t", "n", "f", "-", "0", "[", "{", '"']),
     st.sampled_from(["", "1", "rue", "ull", "alse", "aN", "nfinity", "5", "{}", "[]", '"a"', " 1", "]", "}"]))))

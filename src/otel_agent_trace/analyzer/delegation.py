@@ -26,6 +26,9 @@ DELEGATED_TO = Relation.DELEGATED_TO.value
 def located(runs: list[Run], locate: Callable[[Run, dict[str, Finding]], Finding]) -> Iterator[Finding]:
     """Each run's finding, in the order of `runs`; `locate(run, delegated)` is given the findings
     of the sub-runs that carry an error, keyed by the span of `run` that delegated to each."""
+    if len(runs) == 1:  # no sub-run (most traces): nothing to follow, no span index to build
+        yield locate(runs[0], {})
+        return
     owner = {sid: run for run in runs for sid in run.spans}
     below: dict[int, dict[str, Finding]] = {}
     findings: dict[int, Finding] = {}

@@ -305,9 +305,19 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
 
 
 def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> None:
-    """Each tool span: the request behind it checked (`_model_made`), then its own failure."""
+    """Each tool span: the request behind it checked (`_model_made`), then its own failure. Its
+    arguments are read once, here: kept parsed for `Lifecycle.call_key` (loops, metrics)."""
+    parsed_arguments = life.parsed_arguments
     for span in run.tools:
-        _model_made(run, life, span, definitions)
+        read = detectors.read_json_arguments(span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+        malformed = False
+        if read is not None:
+            unstripped, parsed = read
+            if unstripped:  # nothing stripped: what `_call_key` would parse
+                parsed_arguments[span.span_id] = parsed
+            malformed = isinstance(parsed, str)
+        if malformed or definitions is not None:  # (else nothing to check: no call of `_model_made`)
+            _model_made(run, life, span, definitions, malformed)
         etype, was_derived = tool_error_type(span)
         if etype:
             reason = "tool outcome" if not was_derived else "tool status/result"
@@ -418,12 +428,13 @@ def decider_of(run: Run, span: Span) -> Span:
     return parent if parent is not None and parent.span_id in run.step_ids else span
 
 
-def _model_made(run: Run, life: Lifecycle, span: Span, definitions: dict[str, Any] | None) -> None:
+def _model_made(run: Run, life: Lifecycle, span: Span, definitions: dict[str, Any] | None, malformed: bool) -> None:
     """The request behind a tool span, checked as the recorder checks it (`detectors`): malformed
-    arguments, a tool the model was not given, arguments against the declared schema. The origin
-    is the decision that made the call; the tool span is its evidence (`evidence_tools`)."""
+    arguments (`malformed`: `arguments_malformed`, read by the caller), a tool the model was not
+    given, arguments against the declared schema. The origin is the decision that made the call;
+    the tool span is its evidence (`evidence_tools`)."""
     name = span.attributes.get(GEN_AI_TOOL_NAME)
-    if _arguments_malformed(span, life):
+    if malformed:
         error_type, reason = ErrorType.INVALID_ARGUMENTS.value, "tool arguments are not valid JSON"
     elif definitions is None or not name:
         return
@@ -446,17 +457,6 @@ def _model_made(run: Run, life: Lifecycle, span: Span, definitions: dict[str, An
     decider = decider_of(run, span)
     _derived_origin(life, decider, error_type, reason)
     life.evidence_tools.setdefault(decider.span_id, span.span_id)
-
-
-def _arguments_malformed(span: Span, life: Lifecycle) -> bool:
-    """`arguments_malformed`, keeping the parsed arguments for `Lifecycle.call_key` (one parse)."""
-    read = _arguments_read(span)
-    if read is None:
-        return False
-    unstripped, parsed = read
-    if unstripped:  # nothing stripped: what `_call_key` would parse
-        life.parsed_arguments[span.span_id] = parsed
-    return isinstance(parsed, str)
 
 
 def count(items: list[str]) -> dict[str, int]:
@@ -499,19 +499,21 @@ def _loops(run: Run, life: Lifecycle) -> None:
     """`detectors.loop_reached` over the run's tool spans, each standing for the request that made
     it, counting the earlier calls that did not fail; the origin is the deciding step."""
     threshold = detectors.loop_threshold()
-    if threshold <= 0 or len(run.tools) < threshold:
+    tools = run.tools
+    if threshold <= 0 or len(tools) < threshold:
         return  # too few calls to repeat one `threshold` times
     if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
-    origins = life.origins
     names = run.tool_names
     per_name = count(names)
-    ok_before: dict[tuple[str, str], int] = {}
     call_key = life.call_key
-    for tool, name in zip(run.tools, names):
-        if per_name[name] < threshold:
-            continue  # too few calls of this tool to loop: no need to canonicalize its arguments
-        key = call_key(tool, name)
+    # (a tool called fewer than `threshold` times cannot loop: its arguments need no canonical form)
+    calls = [(tool, call_key(tool, name)) for tool, name in zip(tools, names) if per_name[name] >= threshold]
+    if len({key for _, key in calls}) > len(calls) - threshold + 1:
+        return  # no request repeated `threshold` times (the common case): nothing can reach it
+    origins = life.origins
+    ok_before: dict[tuple[str, str], int] = {}
+    for tool, key in calls:
         done, failed = ok_before.get(key, 0), tool.span_id in origins
         if detectors.loop_reached(done, threshold):
             target = decider_of(run, tool)
