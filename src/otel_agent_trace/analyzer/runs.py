@@ -40,6 +40,8 @@ class Run:
     chat_ids: set[str] = field(default_factory=set)
     # another instrumentation's tool spans inside our `execute_tool` spans (`_drop_restated_tools`)
     restated: set[str] = field(default_factory=set)
+    # the spans with status ERROR, in subtree order (what `rules.fire` looks at first)
+    failed: list[Span] = field(default_factory=list)
 
     @cached_property
     def tool_names(self) -> list[str]:
@@ -173,6 +175,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     spans_of = run.spans
     steps, tools, chats = run.steps, run.tools, run.chats
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    failed = run.failed
     get_children = children.get
     # one run in the trace, with no parent: no one below it is a run root (each child list is taken whole)
     alone = len(run_ids) == 1 and not run.root.parent_id
@@ -190,6 +193,8 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
                 stack += below
             else:
                 stack += [c for c in below if c.span_id not in run_ids]
+        if node.status_code == STATUS_ERROR:
+            failed.append(node)
         attributes = node.attributes
         roles = known(node.name)
         if roles is None:
@@ -280,5 +285,6 @@ def _drop_restated_tools(run: Run) -> None:
         run.restated |= restated
 
 
+STATUS_ERROR = 2  # OTLP status code
 _OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})
 _START = attrgetter("start_ns")
