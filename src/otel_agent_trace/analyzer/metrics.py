@@ -39,9 +39,9 @@ from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
-from otel_agent_trace.cost import COST_USD
 from otel_agent_trace.prices import Rates, as_table, lookup
 from otel_agent_trace.model import (
+    COST_USD,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
@@ -112,7 +112,9 @@ def chat_usage(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]]
         read, write = get(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS), get(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)
         read = read if type(read) is int else token_count(read) if read is not None else 0
         write = write if type(write) is int else token_count(write) if write is not None else 0
-        model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
+        model = get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or ""
+        if type(model) is not str:
+            model = str(model)
         total_in += tin
         total_out += tout
         counts = per_model.get(model)
@@ -204,14 +206,19 @@ def run_metrics(f: Finding) -> RunMetrics:
     per_name = count(names)
     states = life.states if life else {}
     origins = life.origins if life else ()
+    known_keys = life.call_keys if life else {}  # (`Lifecycle.call_key`'s, most computed by `compute` already)
     for tool, name in zip(run.tools, names):
-        st = states.get(tool.span_id)
+        tool_id = tool.span_id
+        st = states.get(tool_id)
         etype = st.error_type if st is not None else None
-        origin = tool.span_id in origins
+        origin = tool_id in origins
         if origin and etype not in WRONG_TOOL_TYPES:
             errors[name] = errors.get(name, 0) + 1
         # a tool called once cannot repeat a call: its arguments need no canonical form
-        key = (life.call_key(tool, name) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
+        if per_name[name] > 1:
+            key = known_keys.get(tool_id) or (life.call_key(tool, name) if life else _call_key(tool))
+        else:
+            key = (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
             wrong += 1
         if not origin:
@@ -227,13 +234,17 @@ def run_metrics(f: Finding) -> RunMetrics:
     origins_by_type: dict[str, int] = {}
     recovered_by_type: dict[str, int] = {}
     tainted = life.tainted if life else set()
-    recovered_ids = {s.span_id for s in f.recovered}
-    for sid in origins:
-        etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
-        origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
-        if sid in recovered_ids:
-            recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
-    steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
+    if origins:
+        recovered_ids = {s.span_id for s in f.recovered}
+        for sid in origins:
+            etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
+            origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
+            if sid in recovered_ids:
+                recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
+    if origins or tainted:
+        steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
+    else:  # (a run without an error: every step is ok, counted without a look)
+        steps_ok = len(run.steps)
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
                       life.verifiable if life else None, cost)
