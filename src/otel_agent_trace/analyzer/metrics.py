@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from otel_agent_trace.analyzer.lifecycle import _call_key, count
@@ -194,6 +195,13 @@ class RunMetrics:
     recovered_by_type: dict[str, int] | None = None
     verifiable: bool | None = None  # the final answer's values all trace back to tool results
     recorded_cost: float | None = None  # `recorded_cost`: the run's chat spans' cost_usd summed
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its fields, in order (see `analysis.RunSummary.__reduce__`)."""
+        return RunMetrics, _FIELDS(self)
+
+
+_FIELDS = attrgetter(*RunMetrics.__slots__)  # (a slots dataclass's slots: its fields, in order)
 
 
 def run_metrics(f: Finding) -> RunMetrics:
