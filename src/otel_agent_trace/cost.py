@@ -25,9 +25,9 @@ import threading
 from typing import Any
 
 from otel_agent_trace._failopen import log_once
+from otel_agent_trace.model import COST_USD  # noqa: F401 - (defined with the attribute names; imported from here too)
 from otel_agent_trace.prices import Rates, load, lookup
 
-COST_USD = "agent_trace.usage.cost_usd"
 _WAIT_S = 10.0
 # our gen_ai.provider.name (and litellm's provider prefixes) → genai-prices provider ids
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gcp.gemini": "google", "gcp.vertex_ai": "google",

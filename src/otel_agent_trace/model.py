@@ -37,6 +37,7 @@ DEPENDS_ON = "agent_trace.depends_on"
 DEPENDS_ON_RELATIONS = "agent_trace.depends_on.relations"
 LINK_RELATION = "agent_trace.link.relation"
 LOOP_COUNT = "agent_trace.loop.count"
+COST_USD = "agent_trace.usage.cost_usd"  # a chat's price (cost.py), summed per run by the analyzer
 
 # --- GenAI semantic convention names we write (semconv gen_ai.*) ------------------------------
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"

@@ -33,15 +33,16 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from otel_agent_trace.analyzer.lifecycle import _call_key, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
-from otel_agent_trace.cost import COST_USD
 from otel_agent_trace.prices import Rates, as_table, lookup
 from otel_agent_trace.model import (
+    COST_USD,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
@@ -69,16 +70,22 @@ def complete_chain(run: Run) -> bool:
     """Steps numbered 0..n-1 and every tool attached to one: below a step span (ours), or, on a
     normalized foreign trace (where the decision is the LLM span, a sibling of the tools it
     called), decided by one (the step index normalization derived from the decision)."""
-    indices = [s.attributes.get(STEP_INDEX) for s in run.steps]
-    if not indices or indices != list(range(len(indices))):
+    steps = run.steps
+    if not steps:
         return False
-    step_ids = {s.span_id for s in run.steps}
+    indices = [s.attributes.get(STEP_INDEX) for s in steps]
+    if indices != list(range(len(indices))):
+        return False
+    step_ids = run.step_ids
+    spans = run.spans
     for tool in run.tools:
+        if tool.parent_id in step_ids:  # (the common case: a tool directly under its step)
+            continue
         if NORMALIZED_FROM in tool.attributes and tool.attributes.get(STEP_INDEX) in indices:
             continue
-        node = run.spans.get(tool.parent_id or "")
+        node = spans.get(tool.parent_id or "")
         while node is not None and node.span_id not in step_ids:
-            node = run.spans.get(node.parent_id or "")
+            node = spans.get(node.parent_id or "")
         if node is None:
             return False
     return True
@@ -86,8 +93,15 @@ def complete_chain(run: Run) -> bool:
 
 def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]]]:
     """(input, output, model -> (input, output, cache read, cache write)) of a run's model calls."""
+    return chat_usage(run)[:3]
+
+
+def chat_usage(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]], float | None]:
+    """`tokens` and `recorded_cost` of a run, in one pass over its model calls (each reads the
+    same attributes of the same spans)."""
     total_in = total_out = 0
     per_model: dict[str, list[int]] = {}
+    cost_total, priced, unpriced = 0.0, False, False
     for span in run.chats:  # the model calls (`runs.is_chat_span`), in subtree order
         get = span.attributes.get
         tin = get(GEN_AI_USAGE_INPUT_TOKENS)
@@ -99,7 +113,9 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]]]:
         read, write = get(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS), get(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)
         read = read if type(read) is int else token_count(read) if read is not None else 0
         write = write if type(write) is int else token_count(write) if write is not None else 0
-        model = str(get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or "")
+        model = get(GEN_AI_RESPONSE_MODEL) or get(GEN_AI_REQUEST_MODEL) or ""
+        if type(model) is not str:
+            model = str(model)
         total_in += tin
         total_out += tout
         counts = per_model.get(model)
@@ -110,7 +126,15 @@ def tokens(run: Run) -> tuple[int, int, dict[str, tuple[int, int, int, int]]]:
             counts[1] += tout
             counts[2] += read
             counts[3] += write
-    return total_in, total_out, {k: (v[0], v[1], v[2], v[3]) for k, v in per_model.items()}
+        if not unpriced:
+            cost = get(COST_USD)
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                cost_total += cost
+                priced = True
+            elif tin or tout:
+                unpriced = True  # a call that used tokens was not priced: no sum is the run's cost
+    recorded = round(cost_total, 9) if priced and not unpriced else None
+    return total_in, total_out, {k: (v[0], v[1], v[2], v[3]) for k, v in per_model.items()}, recorded
 
 
 def token_count(value: Any) -> int:
@@ -126,16 +150,7 @@ def token_count(value: Any) -> int:
 def recorded_cost(run: Run) -> float | None:
     """The sum of the run's recorded chat costs; None unless every model call that used tokens
     was priced (a partial sum would read as the whole run's cost)."""
-    total, priced = 0.0, False
-    for span in run.chats:
-        get = span.attributes.get
-        cost = get(COST_USD)
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            total += cost
-            priced = True
-        elif token_count(get(GEN_AI_USAGE_INPUT_TOKENS)) or token_count(get(GEN_AI_USAGE_OUTPUT_TOKENS)):
-            return None
-    return round(total, 9) if priced else None
+    return chat_usage(run)[3]
 
 
 def cost_of(m: "RunMetrics", prices: dict[str, Any] | None) -> float | None:
@@ -181,6 +196,13 @@ class RunMetrics:
     verifiable: bool | None = None  # the final answer's values all trace back to tool results
     recorded_cost: float | None = None  # `recorded_cost`: the run's chat spans' cost_usd summed
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its fields, in order (see `analysis.RunSummary.__reduce__`)."""
+        return RunMetrics, _FIELDS(self)
+
+
+_FIELDS = attrgetter(*RunMetrics.__slots__)  # (a slots dataclass's slots: its fields, in order)
+
 
 def run_metrics(f: Finding) -> RunMetrics:
     """Reduce one finding to its metrics inputs (the streaming CLI keeps only this per run)."""
@@ -192,14 +214,19 @@ def run_metrics(f: Finding) -> RunMetrics:
     per_name = count(names)
     states = life.states if life else {}
     origins = life.origins if life else ()
+    known_keys = life.call_keys if life else {}  # (`Lifecycle.call_key`'s, most computed by `compute` already)
     for tool, name in zip(run.tools, names):
-        st = states.get(tool.span_id)
+        tool_id = tool.span_id
+        st = states.get(tool_id)
         etype = st.error_type if st is not None else None
-        origin = tool.span_id in origins
+        origin = tool_id in origins
         if origin and etype not in WRONG_TOOL_TYPES:
             errors[name] = errors.get(name, 0) + 1
         # a tool called once cannot repeat a call: its arguments need no canonical form
-        key = (life.call_key(tool, name) if life else _call_key(tool)) if per_name[name] > 1 else (name, "")
+        if per_name[name] > 1:
+            key = known_keys.get(tool_id) or (life.call_key(tool, name) if life else _call_key(tool))
+        else:
+            key = (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
             wrong += 1
         if not origin:
@@ -210,21 +237,25 @@ def run_metrics(f: Finding) -> RunMetrics:
         loopish = (life is not None and any(st.error_type in LOOP_TYPES for sid, st in life.states.items()
                                             if sid in run.spans)) or \
             any(x.rule.rule_id in ("LOOP_DETECTED", "BUDGET_EXCEEDED") for x in f.fired)
-    tin, tout, per_model = tokens(run)
+    tin, tout, per_model, cost = chat_usage(run)
     status = "failed" if f.failed else "suspect" if f.answer_suspect else "ok"
     origins_by_type: dict[str, int] = {}
     recovered_by_type: dict[str, int] = {}
     tainted = life.tainted if life else set()
-    recovered_ids = {s.span_id for s in f.recovered}
-    for sid in origins:
-        etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
-        origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
-        if sid in recovered_ids:
-            recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
-    steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
+    if origins:
+        recovered_ids = {s.span_id for s in f.recovered}
+        for sid in origins:
+            etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
+            origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
+            if sid in recovered_ids:
+                recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
+    if origins or tainted:
+        steps_ok = sum(1 for s in run.steps if s.span_id not in origins and s.span_id not in tainted)
+    else:  # (a run without an error: every step is ok, counted without a look)
+        steps_ok = len(run.steps)
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
-                      life.verifiable if life else None, recorded_cost(run))
+                      life.verifiable if life else None, cost)
 
 
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -201,15 +201,17 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
     # no lifecycle error type or flag) matches only a rule that wants its phase alone: skip the
     # others without the full check (most spans of a run; those a failure merely propagated
     # through too) (before sorting: only the spans that may match need an order)
+    # (the spans with status ERROR are known from grouping (`run.failed`); the others that may
+    # match are looked up from the lifecycle's states: the order is the sort's, not the input's)
     if bool(rules) and all(r.match.get("error_type") or r.match.get("phase") for r in rules):
         states = life.states
-        if not states:
-            spans = [s for s in spans if s.status_code == STATUS_ERROR]
-        else:
+        spans = run.failed
+        if states:
             phases = {str(r.match["phase"]).lower() for r in rules if not r.match.get("error_type")}
-            spans = [s for s in spans if s.status_code == STATUS_ERROR
-                     or ((st := states.get(s.span_id)) is not None
-                         and (st.error_type or st.flags or (st.phase and st.phase.lower() in phases)))]
+            members = run.spans
+            spans = spans + [members[sid] for sid, st in states.items()
+                             if (st.error_type or st.flags or (st.phase and st.phase.lower() in phases))
+                             and sid in members and members[sid].status_code != STATUS_ERROR]
     for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
         known = facts(span, life)
         hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]

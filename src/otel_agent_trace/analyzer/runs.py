@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cached_property
 from operator import attrgetter
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
 from otel_agent_trace.model import (
@@ -26,6 +25,22 @@ from otel_agent_trace.model import (
 )
 
 
+class _once:
+    """`functools.cached_property` without its lock (Python 3.11 takes one on each first read,
+    here twice per run): computed on the first read, then read from the instance's dict."""
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
+
 @dataclass
 class Run:
     trace_id: str
@@ -40,14 +55,16 @@ class Run:
     chat_ids: set[str] = field(default_factory=set)
     # another instrumentation's tool spans inside our `execute_tool` spans (`_drop_restated_tools`)
     restated: set[str] = field(default_factory=set)
+    # the spans with status ERROR, in subtree order (what `rules.fire` looks at first)
+    failed: list[Span] = field(default_factory=list)
 
-    @cached_property
+    @_once
     def tool_names(self) -> list[str]:
         """Each of `tools`' name as loops, retries and the metrics count it (its `gen_ai.tool.name`,
         else its span name), read once per run."""
         return [str(t.attributes.get(GEN_AI_TOOL_NAME) or t.name) for t in self.tools]
 
-    @cached_property
+    @_once
     def step_ids(self) -> frozenset[str]:
         return frozenset(s.span_id for s in self.steps)
 
@@ -173,6 +190,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     spans_of = run.spans
     steps, tools, chats = run.steps, run.tools, run.chats
     tool_ids, chat_ids = run.tool_ids, run.chat_ids
+    failed = run.failed
     get_children = children.get
     # one run in the trace, with no parent: no one below it is a run root (each child list is taken whole)
     alone = len(run_ids) == 1 and not run.root.parent_id
@@ -190,6 +208,8 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
                 stack += below
             else:
                 stack += [c for c in below if c.span_id not in run_ids]
+        if node.status_code == STATUS_ERROR:
+            failed.append(node)
         attributes = node.attributes
         roles = known(node.name)
         if roles is None:
@@ -280,5 +300,6 @@ def _drop_restated_tools(run: Run) -> None:
         run.restated |= restated
 
 
+STATUS_ERROR = 2  # OTLP status code
 _OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})
 _START = attrgetter("start_ns")

@@ -42,8 +42,11 @@ def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
     }
 
 
-def run_entry(f: Finding) -> dict[str, Any]:
-    """A run's entry of `runs[]`."""
+_UNKNOWN: Any = object()
+
+
+def run_entry(f: Finding, cost_usd: float | None = _UNKNOWN) -> dict[str, Any]:
+    """A run's entry of `runs[]`; `cost_usd`: the run's `recorded_cost`, when already known."""
     run = f.run
     return {
         "trace_id": run.trace_id,
@@ -81,7 +84,7 @@ def run_entry(f: Finding) -> dict[str, Any]:
         "errors": fold([_error(f, s) for s in _ranked(f)]),
         "derived_graph": bool(f.graph and f.graph.derived),
         # addition (issue 12): the recorded agent_trace.usage.cost_usd summed, null unless every call was priced
-        "cost_usd": recorded_cost(run),
+        "cost_usd": recorded_cost(run) if cost_usd is _UNKNOWN else cost_usd,
     }
 
 

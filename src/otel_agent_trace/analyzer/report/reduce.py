@@ -19,14 +19,15 @@ from otel_agent_trace.analyzer.report.json_report import run_entry
 
 def summarize(f: Finding, html: bool = False) -> RunSummary:
     """A finding reduced to what every report needs; the finding and its spans can then go."""
-    data = run_entry(f)
+    metrics = run_metrics(f)
+    data = run_entry(f, metrics.recorded_cost)
     section = None
     if html:
         from otel_agent_trace.analyzer.report.html import run_section
 
         section = run_section(data, f)
     root = f.run.root
-    return RunSummary((root.start_ns, f.run.trace_id, root.span_id), data, run_metrics(f), section)
+    return RunSummary((root.start_ns, f.run.trace_id, root.span_id), data, metrics, section)
 
 
 def reducer(html: bool = False) -> Callable[[Finding], RunSummary]:
