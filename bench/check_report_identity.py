@@ -21,6 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIL = os.path.join(HERE, "..", "..", "shared", "benchmarks", "trail-gaia", "traces.jsonl.gz")
 if not os.path.exists(TRAIL):
     TRAIL = "/work/shared/benchmarks/trail-gaia/traces.jsonl.gz"
+# the report names its input: one path from every checkout (a git worktree's relative path differs)
+TRAIL = os.path.realpath(TRAIL)
 
 
 def cases(directory: str) -> dict[str, list[str]]:
