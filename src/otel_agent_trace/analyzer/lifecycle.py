@@ -43,7 +43,7 @@ from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace import detectors
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
@@ -73,7 +73,6 @@ UNSUPPORTED_ANSWER = "unsupported_answer"  # analyzer only: see `_unsupported_an
 DEGENERATE_VALUE = "degenerate_value"  # analyzer only: see `_degenerate_flows`
 _DEGENERATE = (0, 0.0, "", None, -1, "N/A", "n/a", "null", "None", "unknown", "UNKNOWN", "-")
 RETRY_EXCEEDED_THRESHOLD = 3  # consecutive failed executions of one tool
-STATUS_ERROR = 2
 TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
 _DEFINITIONS_0, _DEFINITIONS_1, _DEFINITIONS_2 = TOOL_DEFINITIONS_KEYS
 # enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)

@@ -31,12 +31,11 @@ from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
-from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.model import (ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STRONG_RELATIONS, ErrorType, Phase,
                                     Relation)
 
-STATUS_ERROR = 2
 WEAK_HOP_FACTOR = 0.9
 DERIVED_EVIDENCE = 0.8
 DERIVED_GRAPH = 0.8

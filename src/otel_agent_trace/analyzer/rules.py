@@ -26,9 +26,8 @@ from typing import Any
 from otel_agent_trace import datafile, prices
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
 from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_step_span, is_tool_span
-from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 
-STATUS_ERROR = 2
 
 
 class RulesError(ValueError):

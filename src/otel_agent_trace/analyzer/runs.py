@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Iterable
 
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
 from otel_agent_trace.model import (
     ERROR_TYPE,
     GEN_AI_AGENT_NAME,
@@ -300,6 +300,5 @@ def _drop_restated_tools(run: Run) -> None:
         run.restated |= restated
 
 
-STATUS_ERROR = 2  # OTLP status code
 _OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})
 _START = attrgetter("start_ns")

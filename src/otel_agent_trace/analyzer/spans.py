@@ -11,6 +11,9 @@ from typing import Any
 import msgspec
 
 
+STATUS_ERROR = 2  # OTLP status code of a span that failed (`Span.status_code`)
+
+
 class Link(msgspec.Struct):
     trace_id: str
     span_id: str

@@ -42,7 +42,7 @@ from collections import defaultdict
 
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
 from otel_agent_trace.analyzer.normalize.evidence import result_error
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (
@@ -71,7 +71,6 @@ from otel_agent_trace.model import (
     Relation,
 )
 
-STATUS_ERROR = 2
 HARNESS_CALL = "agent_trace.harness_call"  # a trailing LLM call outside the agent (see is_harness_call)
 ERROR_EVIDENCE = "agent_trace.error.evidence"  # the text that proved a tool result an error
 SUBAGENT_RUNS = "agent_trace.run.subagent_runs"  # runs nested directly in this run (managed agents)
