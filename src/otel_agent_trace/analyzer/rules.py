@@ -29,7 +29,6 @@ from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_st
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 
 
-
 class RulesError(ValueError):
     """The rules file is unusable (reported by the CLI, exit 2)."""
 
