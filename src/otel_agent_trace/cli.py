@@ -224,11 +224,28 @@ def _analyze(args: argparse.Namespace) -> int:
 def run() -> int:
     """The console script: `main` in a process that ends with it. The cyclic collector stays off
     (the analysis holds no cycles, see `analysis.no_gc`): turning it back on after the analysis
-    would cost one collection over everything still held, ~0.1 s on 200 MB."""
+    would cost one collection over everything still held, ~0.1 s on 200 MB. `analyze` and `show`
+    then end the process at once (`_exit_now`)."""
     import gc
 
     gc.disable()
-    return main()
+    argv = sys.argv[1:]
+    code = main(argv)
+    if argv[:1] in (["analyze"], ["show"]):
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Ends the process without the interpreter's teardown, which frees every report object one
+    by one (~0.1 s after 200 MB). Safe for the reading commands only: their output is written and
+    flushed here, their workers joined and their files closed, and they record nothing (no
+    exporter or atexit work to lose)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -134,3 +134,29 @@ def test_invalid_utf8_in_fields_the_analyzer_skips_is_reported_and_the_trace_kep
     runs = {r["trace_id"]: r for r in report["runs"]}
     assert runs[T]["origin"]["span_id"] == ids(0)["tool"]  # both traces still analysed
     assert runs[f"{2:032x}"]["status"] == "failed"
+
+
+def test_the_console_script_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path, capsys):
+    """`cli.run` ends `analyze` and `show` with os._exit (no teardown): a piped stdout (block
+    buffered), the warnings on stderr and the exit code must all still be what `main` gives."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
+    records = [line(failing_run(n)) for n in range(40)] + ["{not json\n"]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(records))
+    assert cli_main(["analyze", "--format", "json", str(path)]) == 1
+    expected = capsys.readouterr()
+    script = [sys.executable, "-c", "import sys; from otel_agent_trace.cli import run; sys.exit(run())"]
+    done = subprocess.run(script + ["analyze", "--format", "json", str(path)], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 1
+    assert done.stdout == expected.out and len(done.stdout) > 1 << 16  # more than one pipe buffer
+    assert done.stderr == expected.err and f"{path}:41: invalid JSON" in done.stderr
+    trace = json.loads(expected.out)["runs"][0]["trace_id"]
+    shown = subprocess.run(script + ["show", trace, str(path), "--color", "never"], capture_output=True, text=True,
+                           env=env)
+    assert shown.returncode == cli_main(["show", trace, str(path), "--color", "never"])
+    assert shown.stdout == capsys.readouterr().out and trace in shown.stdout and len(shown.stdout) < 1 << 13
