@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from otel_agent_trace.analyzer import analysis
-from otel_agent_trace.analyzer.readers.otlp_json import is_document, read_batches, read_file, read_record, splittable
+from otel_agent_trace.analyzer.readers.otlp_json import Record, is_document, read_batches, read_file, read_record, splittable
 from otel_agent_trace.analyzer.readers.sources import records
 from otel_agent_trace.analyzer.readers.spill import TraceStore
 from otel_agent_trace.analyzer.spans import InputReport, Span
@@ -119,7 +119,7 @@ class _ChunkStream:
         self.reopened: set[str] = set()
         self.rooted: set[str] = set()
 
-    def consume(self, report: InputReport, batches: Iterator[list[Span]]) -> None:
+    def consume(self, report: InputReport, batches: Iterator[Record]) -> None:
         store = self.store
         memory = store.memory  # (a new dict after each spill: taken again after `account`)
         done, reopened, rooted = self.done, self.reopened, self.rooted
@@ -127,30 +127,29 @@ class _ChunkStream:
         last = 0
         step = max(1, min(store.budget // 8, 1 << 20))  # how often the budget is checked, in bytes read
         try:
-            for batch in batches:  # one record's spans
+            for batch in batches:  # one record's spans, grouped by trace: the work here is per trace
                 if not batch:
                     continue
-                line = batch[0].source[1] if batch[0].source else 0
-                # this record's traces kept in memory -> their span lists: one lookup per span
-                touched: dict[str, list[Span]] = {}
-                for span in batch:
-                    trace_id = span.trace_id
-                    spans = touched.get(trace_id)
-                    if spans is None:
-                        lines = locations.get(trace_id)
-                        if lines is None:
-                            locations[trace_id] = [line]
-                        elif lines[-1] != line:
-                            lines.append(line)
-                        if trace_id in done or trace_id in reopened:
-                            if trace_id in done:
-                                del done[trace_id]
-                                reopened.add(trace_id)
-                            continue
-                        spans = touched[trace_id] = memory[trace_id]
-                    spans.append(span)
-                    if not span.parent_id:
-                        rooted.add(trace_id)
+                line = batch.line
+                touched: dict[str, list[Span]] = {}  # this record's traces kept in memory -> all their spans
+                for trace_id, spans in batch.traces.items():
+                    lines = locations.get(trace_id)
+                    if lines is None:
+                        locations[trace_id] = [line]
+                    elif lines[-1] != line:
+                        lines.append(line)
+                    if trace_id in done or trace_id in reopened:
+                        if trace_id in done:
+                            del done[trace_id]
+                            reopened.add(trace_id)
+                        continue
+                    kept = memory.get(trace_id)
+                    if kept is None:
+                        memory[trace_id] = touched[trace_id] = spans
+                    else:
+                        kept += spans
+                        touched[trace_id] = kept
+                rooted.update(batch.rooted)
                 if touched:
                     self._ready(touched)
                 if report.bytes_read - last > step:

@@ -57,16 +57,16 @@ def read_file(path: str, report: InputReport, progress: Callable[[int], None] | 
 
 
 def read_batches(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
-                 end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[list[Span]]:
-    """`read_file`, one list of spans per record (no generator frame per span: the hot loop)."""
+                 end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[Record]:
+    """`read_file`, one `Record` per record (no generator frame per span: the hot loop)."""
     source = records(path, progress, start, end, offsets)
     number = 0
     try:
         for number, raw in source:
             if number == 1 and _starts_document(raw):
-                yield from _document(raw, source, path, report)
+                yield from map(_grouped, _document(raw, source, path, report))
                 return
-            yield read_record(raw, number, path, report)
+            yield _grouped(read_record(raw, number, path, report))
     except (EOFError, OSError, ValueError) as exc:
         # a truncated or corrupt compressed stream: what was read so far is kept
         if isinstance(exc, OSError) and not _is_stream_error(exc):
@@ -127,6 +127,35 @@ def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report
         return
     report.bytes_read += sum(map(len, lines))
     yield spans_of_doc(doc, path, 1, report)
+
+
+class Record(list):
+    """One record's spans in record order (a list, as `read_file` and `reread` take them), and the
+    same spans by trace for the chunk stream, which then works per trace, not per span: `traces`
+    (trace id -> its spans in this record, in order, in order of first appearance), `rooted` (the
+    trace ids of its roots) and `line` (the record's number)."""
+
+    __slots__ = ("line", "traces", "rooted")
+
+
+def _grouped(spans: list[Span]) -> Record:
+    """The spans of a record as a `Record` (the typed path makes one as it reads)."""
+    return spans if spans.__class__ is Record else _by_trace(spans)
+
+
+def _by_trace(spans: list[Span]) -> Record:
+    """A `Record` of spans that were not grouped as they were read (the careful and Jaeger paths)."""
+    record = spans if spans.__class__ is Record else Record(spans)
+    traces: dict[str, list[Span]] = {}
+    for span in spans:
+        group = traces.get(span.trace_id)
+        if group is None:
+            group = traces[span.trace_id] = []
+        group.append(span)
+    record.traces = traces
+    record.rooted = [span.trace_id for span in spans if not span.parent_id]
+    record.line = spans[0].source[1] if spans and spans[0].source else 0
+    return record
 
 
 def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
@@ -245,13 +274,17 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
     return out
 
 
-def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputReport) -> list[Span]:
+def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputReport) -> Record:
     """`_resource_spans` for a record decoded into `otlp_typed` Structs (raises ValueError or
-    TypeError where the orjson path would report something: it reads the record). Strings are not
-    checked against `MAX_ATTRIBUTE_CHARS` here (`read_record` does it for records that long)."""
+    TypeError where the orjson path would report something: it reads the record), grouped by trace
+    on the way (`Record`). Strings are not checked against `MAX_ATTRIBUTE_CHARS` here
+    (`read_record` does it for records that long)."""
     source = (path, line)
-    out: list[Span] = []
+    out = Record()
     append = out.append
+    here: dict[str, tuple[str, list[Span]]] = {}  # trace id as read -> (lowercase hex, its spans here)
+    here_get = here.get
+    rooted = []
     for rs in export.resourceSpans:
         resource = _attributes_typed(rs.resource.attributes) if rs.resource is not None else {}
         for ss in rs.scopeSpans:
@@ -263,26 +296,41 @@ def _typed_spans(export: otlp_typed.Export, path: str, line: int, report: InputR
                 raise ValueError("instrumentationLibrary")
             for raw in ss.spans:
                 trace_id = raw.traceId
+                entry = here_get(trace_id)
+                if entry is None:
+                    entry = here[trace_id] = (_traces_get(trace_id) or _hex(trace_id, 32, _traces), [])
+                trace_id, group = entry
                 parent = raw.parentSpanId
+                if parent:
+                    parent = _spans_get(parent) or _hex(parent, 16, _spans)
+                else:
+                    parent = None
+                    rooted.append(trace_id)
                 status = raw.status
                 events = raw.events
                 links = raw.links
-                append(Span(
-                    _traces_get(trace_id) or _hex(trace_id, 32, _traces), raw.spanId,  # see `_lower_hex_ids`
-                    (_spans_get(parent) or _hex(parent, 16, _spans)) if parent else None, raw.name,
+                span = Span(
+                    trace_id, raw.spanId, parent, raw.name,  # span ids: see `_lower_hex_ids`
                     raw.startTimeUnixNano, raw.endTimeUnixNano,  # see `_times`
                     0 if status is None else status.code, "" if status is None else status.message,
                     _attributes_typed(raw.attributes),
                     [Event(e.name, int(e.timeUnixNano or 0), _attributes_typed(e.attributes)) for e in events]
-                    if events else [],
+                    if events else _NONE,
                     [Link(_traces_get(k.traceId) or _hex(k.traceId, 32, _traces),
                           _spans_get(k.spanId) or _hex(k.spanId, 16, _spans), _attributes_typed(k.attributes))
                      for k in links]
-                    if links else [],
+                    if links else _NONE,
                     resource, source, raw.kind, scope,
-                ))
+                )
+                append(span)
+                group.append(span)
     _lower_hex_ids(out)
     _times(out)
+    traces = out.traces = dict(here.values())
+    if len(traces) != len(here):  # one trace id written in two cases: group span by span
+        return _by_trace(out)
+    out.line = line
+    out.rooted = rooted
     return out
 
 
@@ -418,6 +466,22 @@ _spans_get = _spans.get
 
 
 _fromhex = bytes.fromhex
+
+
+class _NoItems(list):
+    """The events or links of a span that has none, one list shared by all such spans of the typed
+    path (two fewer objects per span): it equals `[]`, and refuses to grow (the analysis only reads
+    `Span.events` and `Span.links`; code that adds to them must give the span a list of its own)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any) -> None:
+        raise TypeError("a span's shared empty events/links list: give the span a new list")
+
+    append = extend = insert = __setitem__ = __iadd__ = _refuse  # type: ignore[assignment]
+
+
+_NONE = _NoItems()
 
 
 def any_value(value: Any) -> Any:
