@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, gt, le
 from typing import Any, Callable, Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
@@ -197,6 +197,7 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     pop = stack.pop
     known = NAME_ROLES.get
     step_indices: list[int] = []  # each step's index, as `steps`
+    sourced = 0  # tools that carry `agent_trace.tool.source` (ours, see `_drop_restated_tools`)
     while stack:
         node = pop()
         node_id = node.span_id
@@ -227,16 +228,29 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
             else:
                 tools.append(node)
                 tool_ids.add(node_id)
+                if TOOL_SOURCE in attributes:
+                    sourced += 1
         if roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
     if len(chats) > 1 and steps:
         _drop_duplicate_chats(run)
-    if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
-        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
+    if len(steps) > 1:
+        _order_steps(steps, step_indices)
     if len(tools) > 1:
-        _drop_restated_tools(run)
+        if 0 < sourced < len(tools):  # (a trace of one instrumentation restates no tool call)
+            _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _order_steps(steps: list[Span], indices: list[int]) -> None:
+    """`steps` by index, a stable sort (`indices`: each step's). The walk meets a recorder's steps
+    last first (their parent lists them in the order they ended): then a reversal sorts them."""
+    after = indices[1:]
+    if all(map(gt, indices, after)):
+        steps.reverse()
+    elif not all(map(le, indices, after)):  # (in order already: nothing to do)
+        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=indices.__getitem__)]
 
 
 def _without_echoes(roots: list[Span]) -> list[Span]:
