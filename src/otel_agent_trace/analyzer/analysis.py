@@ -23,18 +23,19 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from otel_agent_trace.analyzer import delegation
+from otel_agent_trace.analyzer import delegation, runs
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import Finding, locate
 from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.readers.sources import UnreadableInput
 from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
-from otel_agent_trace.analyzer.runs import Run, trace_runs
+from otel_agent_trace.analyzer.runs import NAMED_RUN, Run, trace_runs
 from otel_agent_trace.analyzer.spans import InputReport, Span
-from otel_agent_trace.model import DEPENDS_ON
+from otel_agent_trace.model import DEPENDS_ON, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT
 
 
 class _InputsRead:
@@ -238,6 +239,14 @@ def checked_trace(spans: list[Span],
                   reports: dict[str, InputReport]) -> tuple[dict[str, Span], dict[str, list[Span]]]:
     """`check_trace`, returning (span id -> span, in order; parent id -> children, in order) of
     the spans kept (what `runs.trace_runs` groups)."""
+    by_id, children, _ = _checked(spans, reports)
+    return by_id, children
+
+
+def _checked(spans: list[Span], reports: dict[str, InputReport]) -> tuple[dict[str, Span], dict[str, list[Span]],
+                                                                          list[Span]]:
+    """`checked_trace`, plus the run spans (`runs.is_run_span`, in order) found in the same walk:
+    each span is looked at once for the check and for grouping (`trace_findings`)."""
     def note(span: Span, reason: str, bad: bool) -> None:
         path, line = span.source or ("", 0)
         report = reports.get(path)
@@ -264,14 +273,23 @@ def checked_trace(spans: list[Span],
     # (a recorder's always do): checked in this walk, the edges searched only otherwise
     ordered = True
     get = by_id.get
+    roots: list[Span] = []  # run spans (`runs.is_run_span`, inline)
+    known = runs.NAME_ROLES.get
     for span in by_id.values():
+        attributes = span.attributes
+        if attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
+            roots.append(span)
+        else:
+            roles = known(span.name)
+            if (runs.name_roles(span.name) if roles is None else roles) & NAMED_RUN:
+                roots.append(span)
         if ordered:
-            targets = span.attributes.get(DEPENDS_ON)
+            targets = attributes.get(DEPENDS_ON)
             if isinstance(targets, list):
                 if targets:
                     ordered = _points_back(span, targets, get)
             elif span.links:
-                ordered = _points_back(span, [link.span_id for link in span.links], get)
+                ordered = _points_back(span, map(_SPAN_ID, span.links), get)
         parent = span.parent_id
         if parent == span.span_id:
             note(span, f"span {span.span_id} is its own parent; read as a root", False)
@@ -300,7 +318,10 @@ def checked_trace(spans: list[Span],
                 children.setdefault(span.parent_id, []).append(span)
     if not ordered:
         _dependency_search(by_id, note)
-    return by_id, children
+    return by_id, children, roots
+
+
+_SPAN_ID = attrgetter("span_id")  # (of a link's target)
 
 
 def _all_reached(tops: list[Span], children: dict[str, list[Span]], total: int) -> bool:
@@ -336,7 +357,7 @@ def _parent_cycles(by_id: dict[str, Span], note: Callable[[Span, str, bool], Non
         rooted |= seen
 
 
-def _points_back(span: Span, targets: list, get: Callable[[str], Span | None]) -> bool:
+def _points_back(span: Span, targets: Iterable, get: Callable[[str], Span | None]) -> bool:
     """Whether each of a span's dependencies in the trace started before it (ties: a lower id)."""
     start, span_id = span.start_ns, span.span_id
     for target in targets:
@@ -390,19 +411,21 @@ def _dependency_search(by_id: dict[str, Span], note: Callable[[Span, str, bool],
 def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[str, int] | None,
                    rules: list | None) -> Iterator[Finding]:
     """One trace's findings: checked (notes to `reports`), normalized (counted), runs located."""
-    by_id, children = checked_trace(spans, reports)
+    by_id, children, roots = _checked(spans, reports)
     if not by_id:
         return
     convention = normalize_trace(list(by_id.values()))  # (rewrites attributes, never parents)
-    if convention and normalized is not None:
-        normalized[convention] = normalized.get(convention, 0) + 1
+    if convention:
+        roots = None  # (the run spans it marked: found again)
+        if normalized is not None:
+            normalized[convention] = normalized.get(convention, 0) + 1
     def located(run: Run, delegated: dict[str, Finding]) -> Finding:
         finding = locate(run, rules, {sid: f.origin_error_type or "" for sid, f in delegated.items()})
         if finding.origin is None or finding.origin.span_id not in delegated:
             classify(finding)  # (one followed into a sub-agent takes the sub-agent's class)
         return finding
 
-    yield from delegation.located(trace_runs(spans[0].trace_id, by_id, children), located)
+    yield from delegation.located(trace_runs(spans[0].trace_id, by_id, children, roots), located)
 
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, gt, le
 from typing import Any, Callable, Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
@@ -112,22 +112,26 @@ _TOOL_PREFIX = OP_EXECUTE_TOOL + " "
 _CHAT_PREFIX = OP_CHAT + " "
 # name -> its roles: a trace repeats a few names (`chat gpt-4o-mini`, `execute_tool lookup_order`),
 # so the prefix tests (each a costly call) run once per name, not per span and pass
-_NAME_ROLES: dict[str, int] = {}
+NAME_ROLES: dict[str, int] = {}
 _MAX_NAMES = 4096  # (names that never repeat, e.g. with an id in them, only refill it)
+
+
+# what a span's `gen_ai.operation.name` says of its role, as the same bits (`_collect`)
+_OPERATION_ROLES = {OP_EXECUTE_TOOL: NAMED_TOOL, OP_CHAT: NAMED_CHAT}
 
 
 def name_roles(name: str) -> int:
     """The NAMED_* bits of a span name."""
-    roles = _NAME_ROLES.get(name)
+    roles = NAME_ROLES.get(name)
     if roles is None:
         roles = (NAMED_RUN if name.startswith(OP_INVOKE_AGENT) and (len(name) == _RUN_PREFIX
                                                                    or name[_RUN_PREFIX] == " ") else 0) \
             | (NAMED_STEP if name.startswith(STEP_SPAN_PREFIX) else 0) \
             | (NAMED_TOOL if name.startswith(_TOOL_PREFIX) else 0) \
             | (NAMED_CHAT if name.startswith(_CHAT_PREFIX) else 0)
-        if len(_NAME_ROLES) >= _MAX_NAMES:
-            _NAME_ROLES.clear()
-        _NAME_ROLES[name] = roles
+        if len(NAME_ROLES) >= _MAX_NAMES:
+            NAME_ROLES.clear()
+        NAME_ROLES[name] = roles
     return roles
 
 
@@ -147,30 +151,25 @@ def group_runs(spans: Iterable[Span]) -> list[Run]:
             children[span.parent_id].append(span)
     runs: list[Run] = []
     for trace_id, (members, children) in traces.items():
-        runs += _trace_runs(trace_id, members.values(), children)
+        runs += _trace_runs(trace_id, [s for s in members.values() if is_run_span(s)], children)
     runs.sort(key=lambda r: r.root.start_ns)
     return runs
 
 
-def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list[Span]]) -> list[Run]:
+def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list[Span]],
+               roots: list[Span] | None = None) -> list[Run]:
     """`group_runs` of one trace whose spans (unique ids, in order) and children lists (parent id ->
-    children, in that order) are already known (`analysis.check_trace` builds both)."""
-    runs = _trace_runs(trace_id, members.values(), children)
+    children, in that order) are already known (`analysis.check_trace` builds both); `roots`: its
+    run spans (`is_run_span`, in that order), when the check found them on its walk."""
+    if roots is None:
+        roots = [s for s in members.values() if is_run_span(s)]
+    runs = _trace_runs(trace_id, roots, children)
     runs.sort(key=lambda r: r.root.start_ns)
     return runs
 
 
-def _trace_runs(trace_id: str, spans: Iterable[Span], children: dict[str, list[Span]]) -> list[Run]:
-    # `is_run_span` inline: one pass over a trace's spans
-    roots = []
-    known = _NAME_ROLES.get
-    for span in spans:
-        if span.attributes.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
-            roots.append(span)
-            continue
-        roles = known(span.name)
-        if (name_roles(span.name) if roles is None else roles) & NAMED_RUN:
-            roots.append(span)
+def _trace_runs(trace_id: str, roots: list[Span], children: dict[str, list[Span]]) -> list[Run]:
+    """The runs of a trace's run spans (`roots`), less echoes."""
     if not roots:
         return []
     if len(roots) > 1:
@@ -196,8 +195,9 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     alone = len(run_ids) == 1 and not run.root.parent_id
     stack = [run.root]
     pop = stack.pop
-    known = _NAME_ROLES.get
+    known = NAME_ROLES.get
     step_indices: list[int] = []  # each step's index, as `steps`
+    sourced = 0  # tools that carry `agent_trace.tool.source` (ours, see `_drop_restated_tools`)
     while stack:
         node = pop()
         node_id = node.span_id
@@ -215,27 +215,42 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         if roles is None:
             roles = name_roles(node.name)
         operation = attributes.get(GEN_AI_OPERATION_NAME)
-        index = attributes.get(STEP_INDEX)
-        if index is not None and isinstance(index, int) and (
-                roles & NAMED_STEP or (NORMALIZED_FROM in attributes and STEP_KIND in attributes)):
-            steps.append(node)
-            step_indices.append(index)
-        if operation == OP_EXECUTE_TOOL or roles & NAMED_TOOL:
+        if operation is not None:  # (steps carry none; tools and chats say again what their name says)
+            roles |= _OPERATION_ROLES.get(operation, 0) if operation.__class__ is str else 0
+        if roles & NAMED_STEP or NORMALIZED_FROM in attributes:
+            index = attributes.get(STEP_INDEX)
+            if isinstance(index, int) and (roles & NAMED_STEP or STEP_KIND in attributes):
+                steps.append(node)
+                step_indices.append(index)
+        if roles & NAMED_TOOL:
             if node.parent_id in tool_ids and _tool_name(spans_of[node.parent_id]) == _tool_name(node):
                 run.restated.add(node_id)  # directly inside a span of the same tool: the same execution
             else:
                 tools.append(node)
                 tool_ids.add(node_id)
-        if operation == OP_CHAT or roles & NAMED_CHAT:
+                if TOOL_SOURCE in attributes:
+                    sourced += 1
+        if roles & NAMED_CHAT:
             chats.append(node)
             chat_ids.add(node_id)
     if len(chats) > 1 and steps:
         _drop_duplicate_chats(run)
-    if len(steps) > 1:  # by index (a stable sort, keyed without a call per step)
-        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=step_indices.__getitem__)]
+    if len(steps) > 1:
+        _order_steps(steps, step_indices)
     if len(tools) > 1:
-        _drop_restated_tools(run)
+        if 0 < sourced < len(tools):  # (a trace of one instrumentation restates no tool call)
+            _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _order_steps(steps: list[Span], indices: list[int]) -> None:
+    """`steps` by index, a stable sort (`indices`: each step's). The walk meets a recorder's steps
+    last first (their parent lists them in the order they ended): then a reversal sorts them."""
+    after = indices[1:]
+    if all(map(gt, indices, after)):
+        steps.reverse()
+    elif not all(map(le, indices, after)):  # (in order already: nothing to do)
+        steps[:] = [steps[i] for i in sorted(range(len(steps)), key=indices.__getitem__)]
 
 
 def _without_echoes(roots: list[Span]) -> list[Span]:
@@ -268,7 +283,7 @@ def _drop_duplicate_chats(run: Run) -> None:
     is dropped from the run's model calls, so tokens are counted once and no run is made of it.
     """
     chats = run.chats
-    ours = [c for c in chats if _OUR_CHAT_KEYS.intersection(c.attributes)]
+    ours = [c for c in chats if _MESSAGE_HASH in (a := c.attributes) or ERROR_TYPE in a or LIFECYCLE_PHASE in a]
     if not ours or len(ours) == len(chats):
         return  # a trace of one instrumentation (ours, or a foreign one normalized)
     run.chats[:] = ours
@@ -300,5 +315,6 @@ def _drop_restated_tools(run: Run) -> None:
         run.restated |= restated
 
 
-_OUR_CHAT_KEYS = frozenset({"agent_trace.output.message_hash", ERROR_TYPE, LIFECYCLE_PHASE})
+# a chat span carrying this key, `ERROR_TYPE` or `LIFECYCLE_PHASE` is ours (`_drop_duplicate_chats`)
+_MESSAGE_HASH = "agent_trace.output.message_hash"
 _START = attrgetter("start_ns")
