@@ -102,6 +102,8 @@ class Lifecycle:
     tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
     derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
     call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
+    # tool name -> executions in the run (`count` of `Run.tool_names`), once `compute` has counted them
+    tool_counts: dict[str, int] | None = None
     # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
     parsed_arguments: dict[str, Any] = field(default_factory=dict)
     # a model-made error's decision (step) span id -> the tool span that shows it (its evidence)
@@ -308,11 +310,16 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
 
 def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> list[str]:
     """Each tool span: the request behind it checked (`_model_made`), then its own failure. Its
-    arguments are read once, here: kept parsed for `Lifecycle.call_key` (loops, metrics). Returns
-    the tools' result texts (non-empty, in order): what `_fabricated` checks an answer against."""
+    arguments are read once, here: kept parsed for `Lifecycle.call_key`, and the call key of each
+    tool whose name repeats (the only ones loops and the metrics compare) made from the parse at
+    hand. Returns the tools' result texts (non-empty, in order): what `_fabricated` checks an
+    answer against."""
     parsed_arguments = life.parsed_arguments
+    call_keys = life.call_keys
+    names = run.tool_names
+    counts = life.tool_counts = count(names)
     results: list[str] = []
-    for span in run.tools:
+    for span, name in zip(run.tools, names):
         attributes = span.attributes
         result = attributes.get(GEN_AI_TOOL_CALL_RESULT)
         if isinstance(result, str) and result:
@@ -323,6 +330,8 @@ def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None)
             unstripped, parsed = read
             if unstripped:  # nothing stripped: what `_call_key` would parse
                 parsed_arguments[span.span_id] = parsed
+                if counts[name] > 1:
+                    call_keys[span.span_id] = detectors.call_key(name, parsed)
             malformed = isinstance(parsed, str)
         if malformed or definitions is not None:  # (else nothing to check: no call of `_model_made`)
             _model_made(run, life, span, definitions, malformed)
@@ -525,10 +534,11 @@ def _loops(run: Run, life: Lifecycle) -> None:
     if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
     names = run.tool_names
-    per_name = count(names)
-    call_key = life.call_key
+    per_name = count(names) if life.tool_counts is None else life.tool_counts
+    call_key, known = life.call_key, life.call_keys
     # (a tool called fewer than `threshold` times cannot loop: its arguments need no canonical form)
-    calls = [(tool, call_key(tool, name)) for tool, name in zip(tools, names) if per_name[name] >= threshold]
+    calls = [(tool, known.get(tool.span_id) or call_key(tool, name)) for tool, name in zip(tools, names)
+             if per_name[name] >= threshold]
     if len({key for _, key in calls}) > len(calls) - threshold + 1:
         return  # no request repeated `threshold` times (the common case): nothing can reach it
     origins = life.origins
