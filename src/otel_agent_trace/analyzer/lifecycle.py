@@ -102,6 +102,8 @@ class Lifecycle:
     tainted: set[str] = field(default_factory=set)  # origins and everything depending on them
     derived_retries: list[tuple[str, str]] = field(default_factory=list)  # (retry, failed)
     call_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # tool span id -> (name, canonical arguments)
+    # tool name -> executions in the run (`count` of `Run.tool_names`), once `compute` has counted them
+    tool_counts: dict[str, int] | None = None
     # tool span id -> its arguments parsed (`compute` parses them once: malformed, and call keys)
     parsed_arguments: dict[str, Any] = field(default_factory=dict)
     # a model-made error's decision (step) span id -> the tool span that shows it (its evidence)
@@ -238,13 +240,16 @@ def compute(run: Run, graph: Graph, delegated: dict[str, str] | None = None) -> 
     life = Lifecycle()
     has_definitions, restating, raised_others = _recorded(run, life)
     definitions = tool_definitions(run) if has_definitions else None
-    _dropped_context(run, life)  # (first: a step's context is checked before its decision, as online)
-    _tool_origins(run, life, definitions)
-    _chat_origins(run, life)
-    _framework_origins(life, restating, raised_others)
-    _degenerate_flows(run, graph, life)
+    finals = _dropped_context(run, life)  # (first: a step's context is checked before its decision, as online)
+    results = _tool_origins(run, life, definitions)
+    answers = _chat_origins(run, life)
+    if raised_others:
+        _framework_origins(life, restating, raised_others)
+    if life.origins:  # (only a failed tool can show a degenerate value)
+        _degenerate_flows(run, graph, life)
     _loops(run, life)
-    _fabricated(run, life)
+    if finals:
+        _fabricated(run, life, finals, results, answers)
     _unsupported_answer(run, life, definitions)
     _retries(run, graph, life)
     for span_id, error_type in (delegated or {}).items():
@@ -303,21 +308,38 @@ def _recorded(run: Run, life: Lifecycle) -> tuple[bool, dict[str, str], list[Spa
     return has_definitions, restating, raised_others
 
 
-def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> None:
+def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None) -> list[str]:
     """Each tool span: the request behind it checked (`_model_made`), then its own failure. Its
-    arguments are read once, here: kept parsed for `Lifecycle.call_key` (loops, metrics)."""
+    arguments are read once, here: kept parsed for `Lifecycle.call_key`, and the call key of each
+    tool whose name repeats (the only ones loops and the metrics compare) made from the parse at
+    hand. Returns the tools' result texts (non-empty, in order): what `_fabricated` checks an
+    answer against."""
     parsed_arguments = life.parsed_arguments
-    for span in run.tools:
-        read = detectors.read_json_arguments(span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
+    call_keys = life.call_keys
+    names = run.tool_names
+    counts = life.tool_counts = count(names)
+    results: list[str] = []
+    for span, name in zip(run.tools, names):
+        attributes = span.attributes
+        result = attributes.get(GEN_AI_TOOL_CALL_RESULT)
+        if isinstance(result, str) and result:
+            results.append(result)
+        read = detectors.read_json_arguments(attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS))
         malformed = False
         if read is not None:
             unstripped, parsed = read
             if unstripped:  # nothing stripped: what `_call_key` would parse
                 parsed_arguments[span.span_id] = parsed
+                if counts[name] > 1:
+                    call_keys[span.span_id] = detectors.call_key(name, parsed)
             malformed = isinstance(parsed, str)
         if malformed or definitions is not None:  # (else nothing to check: no call of `_model_made`)
             _model_made(run, life, span, definitions, malformed)
-        etype, was_derived = tool_error_type(span)
+        outcome = attributes.get(TOOL_OUTCOME)
+        if outcome.__class__ is str and outcome:  # (`tool_error_type`'s first case, without the call)
+            etype, was_derived = _OUTCOME_TYPE.get(outcome), False
+        else:
+            etype, was_derived = tool_error_type(span)
         if etype:
             reason = "tool outcome" if not was_derived else "tool status/result"
             evidence = span.attributes.get(ERROR_EVIDENCE)
@@ -328,12 +350,19 @@ def _tool_origins(run: Run, life: Lifecycle, definitions: dict[str, Any] | None)
                 if KIND_ERROR_TYPE.get(kind) == ErrorType.INVALID_ARGUMENTS.value:
                     etype = ErrorType.INVALID_ARGUMENTS.value  # the caller's fault, not the tool's
             _derived_origin(life, span, etype, reason, was_derived)
+    return results
 
 
-def _chat_origins(run: Run, life: Lifecycle) -> None:
-    """Model calls that failed (`llm_error`) or were cut at the length limit (`truncated_output`)."""
+def _chat_origins(run: Run, life: Lifecycle) -> dict[str, Any]:
+    """Model calls that failed (`llm_error`) or were cut at the length limit (`truncated_output`).
+    Returns, per span id, the output messages of the first model call under it that recorded
+    some: a step's answer (`answer_text`)."""
     tool_ids = run.tool_ids
+    answers: dict[str, Any] = {}
     for span in run.chats:
+        output = span.attributes.get(GEN_AI_OUTPUT_MESSAGES)
+        if output is not None and span.parent_id not in answers:
+            answers[span.parent_id] = output
         if span.span_id in tool_ids:
             continue  # (a span that is both was looked at as a tool)
         if span.status_code == STATUS_ERROR:
@@ -342,6 +371,7 @@ def _chat_origins(run: Run, life: Lifecycle) -> None:
             reasons = span.attributes.get(GEN_AI_RESPONSE_FINISH_REASONS)
             if isinstance(reasons, list) and "length" in reasons or reasons == "length":
                 _derived_origin(life, span, ErrorType.TRUNCATED_OUTPUT.value, "finish_reason=length")
+    return answers
 
 
 def _framework_origins(life: Lifecycle, restating: dict[str, str], raised_others: list[Span]) -> None:
@@ -504,10 +534,11 @@ def _loops(run: Run, life: Lifecycle) -> None:
     if life.states and any(life.error_type(s.span_id) == _LOOP_DETECTED for s in run.steps):
         return
     names = run.tool_names
-    per_name = count(names)
-    call_key = life.call_key
+    per_name = count(names) if life.tool_counts is None else life.tool_counts
+    call_key, known = life.call_key, life.call_keys
     # (a tool called fewer than `threshold` times cannot loop: its arguments need no canonical form)
-    calls = [(tool, call_key(tool, name)) for tool, name in zip(tools, names) if per_name[name] >= threshold]
+    calls = [(tool, known.get(tool.span_id) or call_key(tool, name)) for tool, name in zip(tools, names)
+             if per_name[name] >= threshold]
     if len({key for _, key in calls}) > len(calls) - threshold + 1:
         return  # no request repeated `threshold` times (the common case): nothing can reach it
     origins = life.origins
@@ -663,38 +694,34 @@ def _received_once(run: Run, life: Lifecycle) -> tuple[set[str], dict[str, str]]
     return life.received
 
 
-def answer_text(run: Run, step: Span) -> str | None:
-    """The final answer a step's model call returned (`gen_ai.output.messages`), if recorded."""
-    for chat in run.chats:
-        if chat.parent_id == step.span_id:
-            raw = chat.attributes.get(GEN_AI_OUTPUT_MESSAGES)
-            if raw is not None:
-                texts = [m.content for m in semconv_messages(raw) if m.content]
-                return "\n".join(texts)
-    return None
+def answer_text(output: Any) -> str | None:
+    """The final answer in a step's model call's output messages (`gen_ai.output.messages`, as
+    `_chat_origins` returns them), if recorded."""
+    if output is None:
+        return None
+    return "\n".join([m.content for m in semconv_messages(output) if m.content])
 
 
-def _fabricated(run: Run, life: Lifecycle) -> None:
+def _fabricated(run: Run, life: Lifecycle, finals: list[Span], results: list[str], answers: dict[str, Any]) -> None:
     """`fabricated_value`, as the recorder checks it (`detectors.fabricated_values`): values of a
     final answer (a step of kind `final`) the model never received. Needs captured content. On
-    the way, `Lifecycle.verifiable` of the run's last answer (the reliability metrics')."""
-    finals = [s for s in run.steps if s.attributes.get(STEP_KIND) == "final"]
-    if not finals:
-        return
+    the way, `Lifecycle.verifiable` of the run's last answer (the reliability metrics').
+    `finals`, `results` and `answers`: the final steps, the result texts and the output messages
+    by parent, as the passes before collected them."""
     known: set[str] | None = None
-    results: set[str] | None = None
+    result_values: set[str] | None = None
     for step in finals:
-        answer = answer_text(run, step)
+        answer = answer_text(answers.get(step.span_id))
         values = detectors.distinctive_values(answer) if answer else frozenset()
         if not values:
             life.verifiable = None
             continue  # nothing in it to check (the common case needs no look at the context)
-        if results is None and _all_in_results(run, values):
+        if result_values is None and _all_in_results(results, values):
             unverified: list[str] = []  # each value found in some result: nothing unseen
         else:
-            if results is None:
-                results = _tool_results(run)
-            unverified = detectors.fabricated_values(answer, results)
+            if result_values is None:
+                result_values = _tool_results(results)
+            unverified = detectors.fabricated_values(answer, result_values)
         if step is run.steps[-1]:
             life.verifiable = not unverified
         if not unverified:
@@ -708,13 +735,12 @@ def _fabricated(run: Run, life: Lifecycle) -> None:
                   "the instructions or a tool result")
 
 
-def _all_in_results(run: Run, values: frozenset[str]) -> bool:
+def _all_in_results(texts: list[str], values: frozenset[str]) -> bool:
     """Whether every value of an answer is among the tool results' values, proven by reading
     only the results whose text holds the value as written (a substring test in C); False when
     that does not prove it, and the caller reads every result (`_tool_results`). Same answer, a
-    fraction of the work: scanning every result was half the analysis on runs with answers."""
-    texts = [t for t in (tool.attributes.get(GEN_AI_TOOL_CALL_RESULT) for tool in run.tools)
-             if isinstance(t, str) and t]
+    fraction of the work: scanning every result was half the analysis on runs with answers.
+    `texts`: the non-empty result texts."""
     for key in values:
         needle = key[2:]
         if not any(needle in text and key in detectors.distinctive_values(text) for text in texts):
@@ -722,24 +748,27 @@ def _all_in_results(run: Run, values: frozenset[str]) -> bool:
     return True
 
 
-def _tool_results(run: Run) -> set[str]:
-    """The distinctive values of the run's tool results."""
+def _tool_results(texts: list[str]) -> set[str]:
+    """The distinctive values of the run's tool results (`texts`: the non-empty result texts)."""
     out: set[str] = set()
-    for tool in run.tools:
-        text = tool.attributes.get(GEN_AI_TOOL_CALL_RESULT)
-        if isinstance(text, str) and text:
-            out |= detectors.distinctive_values(text)
+    for text in texts:
+        out |= detectors.distinctive_values(text)
     return out
 
 
-def _dropped_context(run: Run, life: Lifecycle) -> None:
+def _dropped_context(run: Run, life: Lifecycle) -> list[Span]:
     """`context_dropped`, as the recorder checks it (`detectors`): messages of the previous step's
     context gone from this one, an error when one was a system or developer message. Roles come
-    from the captured new messages; a lost message of unknown role counts (no content captured)."""
+    from the captured new messages; a lost message of unknown role counts (no content captured).
+    Returns the steps of kind `final` (`_fabricated`'s), found on the way."""
     previous: list[str] | None = None
     roles: dict[str, str] | None = None
+    finals: list[Span] = []
     for step in run.steps:
-        hashes = step.attributes.get(CONTEXT_MESSAGE_HASHES)
+        attributes = step.attributes
+        if attributes.get(STEP_KIND) == "final":
+            finals.append(step)
+        hashes = attributes.get(CONTEXT_MESSAGE_HASHES)
         if not isinstance(hashes, list):
             previous = None
             continue
@@ -752,6 +781,7 @@ def _dropped_context(run: Run, life: Lifecycle) -> None:
                     _mark(life, step, ErrorType.CONTEXT_DROPPED.value,
                           f"{len(lost)} message(s) of the previous step's context are missing")
         previous = hashes
+    return finals
 
 
 def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:

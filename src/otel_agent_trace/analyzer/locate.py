@@ -128,18 +128,20 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
         recovered = recovered - _retried_failures(graph, critical.span_id, recovered)
         finding.evidence.append(f"a later attempt succeeded, but rule {fired[0].rule.rule_id} calls this failure "
                                 "(with the failed attempts it retried) the run's failure")
-    finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
     live_ids = life.origins - recovered
-    # (a span that delegated to a sub-agent is an origin here only to be walked to: the error is the
-    # sub-run's, listed there)
-    own = live_ids - delegated.keys() if delegated else live_ids
-    finding.errors = sorted((run.spans[s] for s in own if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
-    for sid in life.origins - (delegated.keys() if delegated else set()):
-        reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
-        if reader is not None:
-            finding.readers[sid] = reader
+    if life.origins:  # (else no error to list, no reader to find, no answer to suspect)
+        finding.recovered = sorted((run.spans[s] for s in recovered), key=lambda s: (s.start_ns, s.span_id))
+        # (a span that delegated to a sub-agent is an origin here only to be walked to: the error is the
+        # sub-run's, listed there)
+        own = live_ids - delegated.keys() if delegated else live_ids
+        finding.errors = sorted((run.spans[s] for s in own if s in run.spans), key=lambda s: (s.start_ns, s.span_id))
+        for sid in life.origins - (delegated.keys() if delegated else set()):
+            reader = reader_of(run, graph, run.spans[sid], life) if sid in run.spans else None
+            if reader is not None:
+                finding.readers[sid] = reader
     if critical is None:
-        _suspect_answer(finding, run, graph, life, live_ids)
+        if live_ids:
+            _suspect_answer(finding, run, graph, life, live_ids)
         return finding
     finding.critical = critical
     finding.critical_error_type = error_type_of(critical, life) or (

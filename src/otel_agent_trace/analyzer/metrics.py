@@ -211,11 +211,13 @@ def run_metrics(f: Finding) -> RunMetrics:
     wrong = 0
     seen_calls: set[tuple[str, str]] = set()
     names = run.tool_names
-    per_name = count(names)
+    per_name = life.tool_counts if life and life.tool_counts is not None else count(names)
     states = life.states if life else {}
     origins = life.origins if life else ()
     known_keys = life.call_keys if life else {}  # (`Lifecycle.call_key`'s, most computed by `compute` already)
-    for tool, name in zip(run.tools, names):
+    if not states and not origins and len(per_name) < len(names):  # no tool failed, some name repeats
+        wrong = _repeated_calls(run, names, per_name, known_keys, life)
+    for tool, name in zip(run.tools, names) if states or origins else ():
         tool_id = tool.span_id
         st = states.get(tool_id)
         etype = st.error_type if st is not None else None
@@ -256,6 +258,15 @@ def run_metrics(f: Finding) -> RunMetrics:
     return RunMetrics(len(run.steps), per_name, errors, wrong, f.failed, bool(loopish), f.origin_error_type, f.bug_class,
                       complete_chain(run), tin, tout, per_model, status, steps_ok, origins_by_type, recovered_by_type,
                       life.verifiable if life else None, cost)
+
+
+def _repeated_calls(run: Run, names: list[str], per_name: dict[str, int], known_keys: dict[str, tuple[str, str]],
+                    life: Any) -> int:
+    """`run_metrics`' wrong calls of a run no tool of which failed or was flagged: each call that
+    repeats an earlier one (the calls less the distinct ones; a name called once repeats none)."""
+    keys = [known_keys.get(tool.span_id) or (life.call_key(tool, name) if life else _call_key(tool))
+            for tool, name in zip(run.tools, names) if per_name[name] > 1]
+    return len(keys) - len(set(keys))
 
 
 def compute(findings: Iterable[Finding], prices: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -163,16 +163,25 @@ def facts(span: Span, life: Lifecycle) -> tuple[str | None, set[str]]:
     return phase, types
 
 
+def wanted_types(rule: Rule) -> set[str] | None:
+    """The error types a rule matches, lower case (None: it names none)."""
+    m = rule.match
+    if "error_type" not in m:
+        return None
+    wanted = m["error_type"] if isinstance(m["error_type"], list) else [m["error_type"]]
+    return {str(w).lower() for w in wanted}
+
+
 def matches(rule: Rule, span: Span, life: Lifecycle,
-            known: tuple[str | None, set[str]] | None = None) -> bool:
-    """`known`: the span's `facts`, when already computed (`fire` asks every rule about a span)."""
+            known: tuple[str | None, set[str]] | None = None, wanted: set[str] | None = None) -> bool:
+    """`known`: the span's `facts`, `wanted`: the rule's `wanted_types`, when already computed
+    (`fire` asks every rule about a span)."""
     m = rule.match
     phase, types = facts(span, life) if known is None else known
     if "phase" in m and str(m["phase"]).lower() != (phase or ""):
         return False
     if "error_type" in m:
-        wanted = m["error_type"] if isinstance(m["error_type"], list) else [m["error_type"]]
-        if not {str(w).lower() for w in wanted} & types:
+        if not (wanted_types(rule) if wanted is None else wanted) & types:
             return False
     if "span_name" in m:
         pattern = str(m["span_name"])
@@ -210,9 +219,12 @@ def fire(run: Run, life: Lifecycle, rules: list[Rule]) -> list[Fired]:
             spans = spans + [members[sid] for sid, st in states.items()
                              if (st.error_type or st.flags or (st.phase and st.phase.lower() in phases))
                              and sid in members and members[sid].status_code != STATUS_ERROR]
+    if not spans:
+        return out
+    wanted = [wanted_types(rule) for rule in rules]  # (once per run, not per span and rule)
     for span in sorted(spans, key=lambda s: (s is not run.root, s.start_ns, s.span_id)):
         known = facts(span, life)
-        hits = [Fired(rule, span) for rule in rules if matches(rule, span, life, known)]
+        hits = [Fired(rule, span) for rule, types in zip(rules, wanted) if matches(rule, span, life, known, types)]
         if len(hits) > 1:  # the recorded-critical fallback only when nothing more specific matched
             hits = [h for h in hits if h.rule.rule_id != "RECORDED_CRITICAL"]
         out.extend(hits)

@@ -68,10 +68,10 @@ def run_entry(f: Finding, cost_usd: float | None = _UNKNOWN) -> dict[str, Any]:
             "span_name": f.origin.name,
             "agent": f.origin_agent or run.agent,
         },
-        "chain": _hops(f.chain),
+        "chain": _hops(f.chain) if f.chain else [],  # (a run without an error: empty lists without a call)
         "bug_class": f.bug_class,
         "evidence": f.evidence,
-        "recovered": _recovered(f),
+        "recovered": _recovered(f) if f.recovered else [],
         # additions (issue 5)
         "confidence": f.confidence,
         "candidates": [
@@ -79,9 +79,10 @@ def run_entry(f: Finding, cost_usd: float | None = _UNKNOWN) -> dict[str, Any]:
              "weak_hops": c.weak_hops, "derived": c.derived, "suspect": c.suspect}
             for c in f.candidates
         ],
-        "chains": [_hops(c) for c in f.chains],
-        "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)} for x in f.fired],
-        "errors": fold([_error(f, s) for s in _ranked(f)]),
+        "chains": [_hops(c) for c in f.chains] if f.chains else [],
+        "rules": [{"rule_id": x.rule.rule_id, "description": x.rule.description, **_ref(run, x.span)}
+                  for x in f.fired] if f.fired else [],
+        "errors": fold([_error(f, s) for s in _ranked(f)]) if f.errors else [],
         "derived_graph": bool(f.graph and f.graph.derived),
         # addition (issue 12): the recorded agent_trace.usage.cost_usd summed, null unless every call was priced
         "cost_usd": recorded_cost(run) if cost_usd is _UNKNOWN else cost_usd,
