@@ -196,25 +196,3 @@ def test_a_trace_split_across_pretty_printed_documents(tmp_path):
     assert sum(r["steps"] for r in full["runs"]) > 0
     assert to_dict(analyze_reduced(paths)) == full
     assert to_dict(analyze_reduced(paths, jobs=2, min_chunk_bytes=100)) == full
-
-
-def test_chunks_shrink_toward_the_end_and_cover_every_byte_once(tmp_path):
-    """Guided self-scheduling: each chunk is about 1/(jobs + 1) of what is left, so the last ones
-    are small (no process waits long for another's big last chunk), none is under a quarter of
-    the minimum, each starts at a line, and together they hold every byte of the input once."""
-    records = [line(failing_run(n)) for n in range(400)]
-    path = tmp_path / "big.jsonl"
-    path.write_text("".join(records))
-    size = path.stat().st_size
-    starts = {0}
-    for record in records[:-1]:
-        starts.add(max(starts) + len(record.encode()))
-    minimum = size // 16
-    plan = chunks.plan([str(path)], 2, min_chunk=minimum)
-    sizes = [c.end - c.start for c in plan]
-    assert [c.start for c in plan] == [0] + [c.end for c in plan[:-1]] and plan[-1].end == size
-    assert all(c.start in starts for c in plan)
-    assert len(plan) >= 5 and sizes[0] > size // 4 and max(sizes[-3:]) < size // 8
-    assert all(a >= b for a, b in zip(sizes[:-3], sizes[1:-2]))  # shrinking (line cuts blur the last few)
-    assert min(sizes) >= minimum // 4 - max(len(r) for r in records)
-    assert chunks.plan([str(path)], 1, min_chunk=minimum) == [chunks.Chunk(0, 0, str(path))]

@@ -20,7 +20,6 @@ records. Memory per process is bounded by the traces still open (and the spill b
 
 from __future__ import annotations
 
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -55,30 +54,18 @@ class ChunkResult:
 
 
 def plan(files: list[str], jobs: int, min_chunk: int = MIN_CHUNK_BYTES) -> list[Chunk]:
-    """Chunks of the inputs, largest first: each about 1/(jobs + 1) of the splittable bytes still
-    unplanned, none under a quarter of `min_chunk` (guided self-scheduling). Whoever is done first
-    takes the next chunk, so the last ones being small, no process idles long at the end while
-    another finishes a big one, and the parent drains the workers' results while chunks remain."""
+    """Chunks of the inputs: about two per job over the splittable bytes (whoever is done first takes
+    the next: no one idles while another finishes a long chunk), none under `min_chunk`."""
     sizes = {path: analysis.file_size(path) for path in files}
     cuttable = {p for p in files if jobs > 1 and sizes[p] >= 2 * min_chunk and splittable(p)}
-    unplanned = sum(sizes[p] for p in cuttable)
-    floor = max(min_chunk // 4, 1)
+    target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(2 * jobs, 1)))
     chunks: list[Chunk] = []
     for number, path in enumerate(files):
         if path not in cuttable:
             chunks.append(Chunk(len(chunks), number, path))
             continue
-        positions = []
-        position = 0
-        while True:
-            step = max(floor, unplanned // (jobs + 1))
-            if sizes[path] - position < step + floor:
-                break  # the rest is the file's last chunk
-            position += step
-            unplanned -= step
-            positions.append(position)
-        unplanned -= sizes[path] - position
-        cuts = sorted(set([0] + _line_starts(path, positions) + [sizes[path]]))
+        cuts = [0] + _line_starts(path, [target * k for k in range(1, -(-sizes[path] // target))]) + [sizes[path]]
+        cuts = sorted(set(cuts))
         for start, end in zip(cuts, cuts[1:]):
             chunks.append(Chunk(len(chunks), number, path, start, end))
     return chunks
@@ -341,32 +328,22 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
     for worker in workers:
         worker.start()
     out: dict[int, ChunkResult] = {}
-
-    def receive(timeout: float | None) -> None:
-        """One worker's result into `out`, waiting at most `timeout` (None: only one ready now)."""
-        try:
-            index, result, error = results.get(timeout=timeout) if timeout else results.get_nowait()
-        except queue.Empty:
-            if any(w.exitcode not in (None, 0) for w in workers):
-                raise RuntimeError("an analysis worker process died") from None
-            raise
-        if error is not None:
-            raise error
-        out[index] = result
-
     try:
         index = take()
         while index < len(chunks):
             out[index] = analyse(index, shown=True)
-            with suppress(queue.Empty):  # unpickled while chunks remain: a worker takes them meanwhile
-                while True:
-                    receive(None)
             index = take()
         while len(out) < len(chunks):
             try:
-                receive(0.25)
+                index, result, error = results.get(timeout=0.25)
             except queue.Empty:
                 progress.update(read.value)
+                if any(w.exitcode not in (None, 0) for w in workers):
+                    raise RuntimeError("an analysis worker process died") from None
+                continue
+            if error is not None:
+                raise error
+            out[index] = result
         progress.update(read.value)
     except BaseException:
         for worker in workers:  # (one may be blocked writing a result nobody will read)
