@@ -96,8 +96,9 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     progress = Progress(total, enabled=None if args.progress == "auto" else args.progress == "always")
     budget = max(args.memory_budget, 1) * 1024 * 1024
     if streaming:
+        form = getattr(args, "format", None)
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
-                               html=getattr(args, "format", None) == "html", jobs=args.jobs or _cores())
+                               html=form == "html", encoded=form == "json", jobs=args.jobs or _cores())
     return analyze(args.paths, remotes, budget_bytes=budget, progress=progress, trace_prefix=trace_prefix)
 
 
@@ -193,7 +194,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     data = to_dict(analysis, prices, args.budget_usd)
     if args.format == "json":
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+        text: str | bytes = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
     elif args.format == "md":
         from otel_agent_trace.analyzer.report.markdown import render as render_md
 
@@ -206,11 +207,7 @@ def _analyze(args: argparse.Namespace) -> int:
         from otel_agent_trace.analyzer.report.text import render
 
         text = render(analysis, color=_color(args) and not args.output, data=data)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
+    _write(text, args.output)
     for item in analysis.inputs:
         if item.error:
             print(f"otel-agent-trace: {item.path}: {item.error}", file=sys.stderr)
@@ -219,6 +216,19 @@ def _analyze(args: argparse.Namespace) -> int:
         for note in item.warnings:
             print(f"otel-agent-trace: {item.path}:{note.line}: warning: {note.reason}", file=sys.stderr)
     return _exit_code(analysis)
+
+
+def _write(text: str | bytes, path: str | None) -> None:
+    """The report to `path` or stdout. The JSON report comes as UTF-8 bytes, written as they are:
+    to stdout's binary buffer when it has one (a replaced stdout may have none)."""
+    if path:
+        with open(path, "wb") as handle:
+            handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+    elif isinstance(text, bytes) and getattr(sys.stdout, "buffer", None) is not None:
+        sys.stdout.flush()  # (what was written before goes first)
+        sys.stdout.buffer.write(text)
+    else:
+        sys.stdout.write(text if isinstance(text, str) else text.decode("utf-8"))
 
 
 def run() -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -108,6 +109,9 @@ def test_any_cut_of_the_input_gives_the_batch_report(tmp_path, order, jobs):
     full = to_dict(analyze(paths))
     assert to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500)) == full
     assert to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500, budget_bytes=1000)) == full
+    # the entries encoded in the worker processes (`--format json`): the same report's bytes
+    encoded = to_dict(analyze_reduced(paths, jobs=jobs, min_chunk_bytes=1500, encoded=True))
+    assert orjson.dumps(encoded, option=orjson.OPT_INDENT_2) == orjson.dumps(full, option=orjson.OPT_INDENT_2)
 
 
 def _broken_in_workers(real, fault):

@@ -36,6 +36,35 @@ def test_reduced_reports_equal_full_reports(tmp_path):
     assert text.render(reduced) == text.render(full)
 
 
+def test_json_written_from_encoded_entries_is_the_report_of_the_dicts(tmp_path):
+    """`--format json` encodes each run's entry where the run was found (`encode_entry`) and
+    writes the report around them: the bytes `orjson.dumps(to_dict(...), OPT_INDENT_2)` gives,
+    to a file and to stdout, with strings that JSON escapes (newline, quote, backslash, non-ASCII)."""
+    import subprocess
+    import sys
+
+    import orjson
+
+    odd = failing_run(3)
+    odd[-1] = dict(odd[-1], attributes=[a if a["key"] != "gen_ai.agent.name" else
+                                        {"key": a["key"], "value": {"stringValue": 'sup\nport "ü" \\ \u2028'}}
+                                        for a in odd[-1]["attributes"]])
+    path = tmp_path / "odd.jsonl"
+    path.write_text(open(_file(tmp_path)).read() + line(odd))
+    expected = orjson.dumps(to_dict(analyze([str(path)])), option=orjson.OPT_INDENT_2) + b"\n"
+    assert b'sup\\nport \\"\xc3\xbc\\"' in expected  # the odd name is in, escaped
+    reduced = analyze_reduced([str(path)], encoded=True)
+    assert all(r.data is None and r.entry for r in reduced.runs)
+    assert orjson.dumps(to_dict(reduced), option=orjson.OPT_INDENT_2) + b"\n" == expected
+    out = tmp_path / "r.json"
+    assert cli_main(["analyze", str(path), "--format", "json", "-o", str(out)]) == 0
+    assert out.read_bytes() == expected
+    piped = subprocess.run([sys.executable, "-m", "otel_agent_trace.cli", "analyze", str(path), "--format", "json"],
+                           capture_output=True, check=True)
+    assert piped.stdout == expected
+    assert to_dict(analyze_reduced([str(tmp_path / "none.jsonl")], encoded=True))["runs"] == []
+
+
 def test_rules_applied_while_streaming_equal_apply_rules(tmp_path):
     path = _file(tmp_path)
     rules = load_rules(None) + [Rule("ANY_STEP", "a step ran", {"span_name": "agent_step*"})]

@@ -64,14 +64,18 @@ class RunSummary:
     """One run reduced to what the reports need (see `report/reduce.summarize`)."""
 
     key: tuple[int, str, str]  # (run start, trace id, run span id): the report's order
-    data: dict[str, Any]  # the JSON report's `runs[]` entry
+    data: dict[str, Any] | None  # the JSON report's `runs[]` entry (None when `entry` holds it)
     metrics: Any  # metrics.RunMetrics
     html: str | None = None  # the run's section of the HTML report, when asked for
+    # `data` already encoded as the JSON report writes it, when that report is all that is asked
+    # for (`report/json_report.encode_entry`): encoded in the process that found the run, so the
+    # parent neither unpickles the entry nor encodes it again
+    entry: bytes | None = None
 
     def __reduce__(self) -> tuple:
         """Pickled as its fields (worker processes send every summary to the parent): a third
         less time than the default of a slots class, which pickles a dict of its slots."""
-        return RunSummary, (self.key, self.data, self.metrics, self.html)
+        return RunSummary, (self.key, self.data, self.metrics, self.html, self.entry)
 
 
 @dataclass

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.analyzer.analysis import Analysis, Reduced
+import orjson
+
+from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
 from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR
 from otel_agent_trace.analyzer.graph import recovered_by
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, exception_text
@@ -17,13 +19,16 @@ from otel_agent_trace.analyzer.spans import Span
 
 def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
             budget_usd: float | None = None) -> dict[str, Any]:
+    """The report as the JSON contract's dict. Its `runs` is an `orjson.Fragment` when the runs
+    came encoded (`encode_entry`): `orjson.dumps(..., option=OPT_INDENT_2)` then writes the same
+    bytes as from the entries' dicts."""
     if isinstance(analysis, Reduced):
-        runs = [r.data for r in analysis.runs]
+        runs: Any = _runs(analysis.runs)
         per_run = [r.metrics for r in analysis.runs]
     else:
         runs = [run_entry(f) for f in analysis.findings]
         per_run = [run_metrics(f) for f in analysis.findings]
-    steps = [r["steps"] for r in runs]
+    steps = [m.steps for m in per_run]  # (a run's metrics hold its entry's status and steps)
     return {
         "runs": runs,
         "inputs": [
@@ -33,13 +38,30 @@ def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
             for i in analysis.inputs
         ],
         "summary": {
-            "runs": len(runs),
-            "failed_runs": sum(1 for r in runs if r["status"] == "failed"),
-            "suspect_runs": sum(1 for r in runs if r["status"] == "suspect"),
+            "runs": len(per_run),
+            "failed_runs": sum(1 for m in per_run if m.status == "failed"),
+            "suspect_runs": sum(1 for m in per_run if m.status == "suspect"),
             "avg_steps_per_run": round(sum(steps) / len(steps), 3) if steps else 0.0,
             "metrics": combine_metrics(per_run, prices, budget_usd),
         },
     }
+
+
+_ENTRY_INDENT = b"\n    "  # a `runs[]` entry's lines sit two levels deep in the report
+
+
+def encode_entry(data: dict[str, Any]) -> bytes:
+    """A `runs[]` entry encoded as `orjson.dumps(report, option=OPT_INDENT_2)` writes it inside
+    the report (newlines only ever come from the indentation: JSON escapes those in strings)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2).replace(b"\n", _ENTRY_INDENT)
+
+
+def _runs(summaries: list[RunSummary]) -> Any:
+    """The `runs` array: the entries' dicts, or one `orjson.Fragment` of them when all came encoded
+    (the array written as `OPT_INDENT_2` writes a list one level deep)."""
+    if not summaries or any(r.entry is None for r in summaries):
+        return [r.data for r in summaries]
+    return orjson.Fragment(b"[" + _ENTRY_INDENT + (b"," + _ENTRY_INDENT).join(r.entry for r in summaries) + b"\n  ]")
 
 
 _UNKNOWN: Any = object()
