@@ -370,12 +370,17 @@ def _keys_of(payload: Any) -> frozenset[str]:
     """`value_key` of every leaf, each distinct leaf once (a text repeats its tokens, a result its
     rows), string leaves through a bounded memo (an id meets the analyzer in its result, its
     arguments and the answer): the same keys as mapping `value_key` over `leaves`."""
-    found: list[Any] = []
-    _gather(payload, 0, found, set())
-    try:
-        distinct: Iterable[Any] = set(found)
-    except TypeError:  # an unhashable leaf (not from JSON): each is read
-        distinct = found
+    distinct: Iterable[Any]
+    if payload.__class__ is str and (len(payload) > 64 or _SPACE.search(payload)):
+        # plain text (most answers and messages): its runs, as `_gather` would give them, without its walk
+        distinct = set(filterfalse(str.isalpha, _runs(payload)))
+    else:
+        found: list[Any] = []
+        _gather(payload, 0, found, set())
+        try:
+            distinct = set(found)
+        except TypeError:  # an unhashable leaf (not from JSON): each is read
+            distinct = found
     memo = _token_keys
     keys = set()
     for leaf in distinct:
