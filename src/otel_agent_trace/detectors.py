@@ -269,6 +269,8 @@ def value_key(value: Any) -> str | None:
         return f"n:{float(value):g}" if abs(value) >= 10 else None
     if not isinstance(value, str):
         return None
+    if value.isdigit() and value.isascii():  # (ids and amounts in text: the regexes below, without them)
+        return _digits_key(value)
     text = value.strip().strip(_TRIM) if len(value) < 256 else value.strip()
     if len(text) < 3:
         return None
@@ -280,6 +282,14 @@ def value_key(value: Any) -> str | None:
     if len(text) >= 4 and _MARK.search(text) and _ALPHA.search(text) and not _SPACE.search(text):
         return f"s:{text}"
     return None
+
+
+def _digits_key(digits: str) -> str | None:
+    """`value_key` of ASCII digits: a number of 3+ digits, distinctive from 10 (`007` is 7: not)."""
+    if len(digits) < 3:
+        return None
+    number = float(digits)
+    return f"n:{number:g}" if number >= 10 else None
 
 
 def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
@@ -360,12 +370,17 @@ def _keys_of(payload: Any) -> frozenset[str]:
     """`value_key` of every leaf, each distinct leaf once (a text repeats its tokens, a result its
     rows), string leaves through a bounded memo (an id meets the analyzer in its result, its
     arguments and the answer): the same keys as mapping `value_key` over `leaves`."""
-    found: list[Any] = []
-    _gather(payload, 0, found, set())
-    try:
-        distinct: Iterable[Any] = set(found)
-    except TypeError:  # an unhashable leaf (not from JSON): each is read
-        distinct = found
+    distinct: Iterable[Any]
+    if payload.__class__ is str and (len(payload) > 64 or _SPACE.search(payload)):
+        # plain text (most answers and messages): its runs, as `_gather` would give them, without its walk
+        distinct = set(filterfalse(str.isalpha, _runs(payload)))
+    else:
+        found: list[Any] = []
+        _gather(payload, 0, found, set())
+        try:
+            distinct = set(found)
+        except TypeError:  # an unhashable leaf (not from JSON): each is read
+            distinct = found
     memo = _token_keys
     keys = set()
     for leaf in distinct:

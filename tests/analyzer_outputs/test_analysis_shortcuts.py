@@ -175,3 +175,10 @@ def test_parse_json_or_text_is_orjson_or_the_text(text):
     except orjson.JSONDecodeError:
         expected = text
     assert parse_json_or_text(text) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="0123456789", max_size=300))
+def test_value_key_of_digits_is_the_regex_path(digits):
+    """ASCII digits take a shortcut past the regexes; a leading space sends the same text through them."""
+    assert detectors.value_key(digits) == detectors.value_key(" " + digits)

@@ -743,7 +743,10 @@ def _all_in_results(texts: list[str], values: frozenset[str]) -> bool:
     `texts`: the non-empty result texts."""
     for key in values:
         needle = key[2:]
-        if not any(needle in text and key in detectors.distinctive_values(text) for text in texts):
+        for text in texts:
+            if needle in text and key in detectors.distinctive_values(text):
+                break
+        else:
             return False
     return True
 
