@@ -326,3 +326,26 @@ def test_examples_rules_file_loads():
     root = Path(__file__).resolve().parents[2]
     ids = [r.rule_id for r in load_rules(str(root / "examples" / "rules.json"))]
     assert {"RUN_EXCEPTION", "LOOP_DETECTED", "REFUND_WITHOUT_AMOUNT"} <= set(ids)
+
+
+def test_loop_threshold_is_read_for_each_analysis(tmp_path, capsys, monkeypatch):
+    """`OTEL_AGENT_TRACE_LOOP_THRESHOLD` offline, as online: read once per analysis (not per run),
+    so each analysis in one process follows the environment it starts in."""
+    b = TraceBuilder()
+    run = run_span(b)
+    for index in range(3):  # the same call three times, none failed: a loop at the default threshold
+        s = step(b, run, index)
+        tool(b, s, index, "track", '{"id": "T-100"}', '{"status": "in transit"}')
+    path = write(tmp_path / "loop.jsonl", b)
+
+    def loop_found() -> bool:
+        code, data, _ = report(capsys, path, "--jobs", "1")
+        return any(e["error_type"] == "loop_detected" for e in data["runs"][0]["errors"])
+
+    assert loop_found()  # default 3
+    monkeypatch.setenv("OTEL_AGENT_TRACE_LOOP_THRESHOLD", "4")
+    assert not loop_found()
+    monkeypatch.setenv("OTEL_AGENT_TRACE_LOOP_THRESHOLD", "3")
+    assert loop_found()
+    monkeypatch.setenv("OTEL_AGENT_TRACE_LOOP_THRESHOLD", "0")
+    assert not loop_found()

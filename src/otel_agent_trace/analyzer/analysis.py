@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from otel_agent_trace.analyzer import delegation, runs
+from otel_agent_trace.analyzer import delegation, lifecycle, runs
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import Finding, locate
 from otel_agent_trace.analyzer.normalize import normalize_trace
@@ -441,7 +441,7 @@ def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inp
     `rules`: critical-failure rules (None: the built-ins). `trace_prefix`: only the traces whose
     id starts with it (every input is still read and its problems reported)."""
     inputs = [] if inputs is None else inputs
-    with TraceStore(budget_bytes) as store:
+    with TraceStore(budget_bytes) as store, lifecycle.environment_read_once():
         consume = None if trace_prefix is None else functools.partial(_consume, trace_prefix=trace_prefix.lower())
         read_into(store, inputs, paths, remotes, progress, consume)
         reports = {r.path: r for r in inputs}
@@ -481,7 +481,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
     total = sum(file_size(p) for p in files)
     if progress is None:
         progress = Progress(total)
-    with no_gc():  # (worker processes are forked with it off, and keep it off)
+    with no_gc(), lifecycle.environment_read_once():  # (worker processes are forked with both)
         if remotes:
             with TraceStore(budget_bytes) as store:
                 read_into(store, out.inputs, files, remotes, progress)

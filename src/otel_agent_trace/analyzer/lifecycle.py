@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from contextlib import contextmanager
 from operator import attrgetter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
@@ -524,10 +525,24 @@ def tool_name_of(span: Span) -> str:
     return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name)
 
 
+_loop_threshold: list[int] = []  # `environment_read_once`'s, for the analysis under way (empty: read per run)
+
+
+@contextmanager
+def environment_read_once() -> Iterator[None]:
+    """`OTEL_AGENT_TRACE_LOOP_THRESHOLD` read once for an analysis (its entry points run in this),
+    not once per run: an `os.environ` read of an unset variable cost ~1% of the analysis."""
+    _loop_threshold[:] = [detectors.loop_threshold()]
+    try:
+        yield
+    finally:
+        _loop_threshold.clear()
+
+
 def _loops(run: Run, life: Lifecycle) -> None:
     """`detectors.loop_reached` over the run's tool spans, each standing for the request that made
     it, counting the earlier calls that did not fail; the origin is the deciding step."""
-    threshold = detectors.loop_threshold()
+    threshold = _loop_threshold[0] if _loop_threshold else detectors.loop_threshold()
     tools = run.tools
     if threshold <= 0 or len(tools) < threshold:
         return  # too few calls to repeat one `threshold` times
