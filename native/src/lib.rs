@@ -326,7 +326,8 @@ impl<'de> Visitor<'de> for Double {
     type Value = f64;
     expecting!("a number");
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
-        Ok(v)
+        // serde_json reads the integer `-0` as -0.0 (msgspec: 0.0): a negative zero is declined
+        if v == 0.0 && v.is_sign_negative() { Err(decline("negative zero")) } else { Ok(v) }
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
         Ok(v as f64)

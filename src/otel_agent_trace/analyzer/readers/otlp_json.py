@@ -507,9 +507,10 @@ def native_reader() -> Callable[[bytes, str, int], Record | None] | None:
         return None
     try:
         from otel_agent_trace.analyzer.readers import _native  # type: ignore[attr-defined]
-    except ImportError:
+
+        return _native.Reader(Span, Event, Link, Record, _NONE).read
+    except Exception:  # not built (ImportError), or built from other sources: the Python paths read
         return None
-    return _native.Reader(Span, Event, Link, Record, _NONE).read
 
 
 _native_read = native_reader()
