@@ -12,7 +12,10 @@ replaced (U+FFFD) and reported; a string attribute over `MAX_ATTRIBUTE_CHARS` is
 reported; an unknown enum value (status code, span kind) is read as unset and noted as a warning.
 Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
 
-Speed (NOTES.md: object creation, not disk, is the bound): a record is first decoded with msgspec
+Speed (NOTES.md: object creation, not disk, is the bound): where the optional native reader is
+built (`native_reader`: native/, Rust), it reads a record of the common shape straight into the
+spans `_typed_spans` would make, and declines (None) anything else, which the paths below read.
+Otherwise a record is first decoded with msgspec
 into the typed Structs of `otlp_typed` (the common shape only: no dict per key/value wrapper),
 then read by `_typed_spans`. Anything that shape refuses, or that `_typed_spans` would read
 differently, goes to the careful path: `orjson.loads`, then each span read field by field,
@@ -501,7 +504,7 @@ _NONE = _NoItems()
 
 def native_reader() -> Callable[[bytes, str, int], Record | None] | None:
     """`read(raw, path, line)` of the native reader (native/: an optional Rust extension that reads
-    the common shape straight into a `Record`, ~2x faster than the typed path), or None when it was
+    the common shape straight into a `Record`, about twice as fast as the typed path), or None when it was
     not built, or is turned off with `OTEL_AGENT_TRACE_NATIVE=0` (read once, at import)."""
     if os.environ.get("OTEL_AGENT_TRACE_NATIVE", "1") == "0":
         return None
