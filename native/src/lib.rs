@@ -797,14 +797,25 @@ impl<'de, 'c, 'r, 'py> Visitor<'de> for SpanOf<'c, 'r, 'py> {
                     once(&mut seen, 1024)?;
                     status = Some(map.next_value_seed(StatusOf(ctx))?);
                 }
-                "traceState" | "flags" | "droppedAttributesCount" | "droppedEventsCount" | "droppedLinksCount" => {
-                    once(&mut seen, match field.len() {
-                        10 => 2048,
-                        5 => 4096,
-                        22 => 8192,
-                        18 => if field.as_bytes()[7] == b'E' { 16384 } else { 32768 },
-                        _ => 65536,
-                    })?;
+                // declared `Raw` in `otlp_typed.Span`: known, not read
+                "traceState" => {
+                    once(&mut seen, 2048)?;
+                    skip(&mut map)?;
+                }
+                "flags" => {
+                    once(&mut seen, 4096)?;
+                    skip(&mut map)?;
+                }
+                "droppedAttributesCount" => {
+                    once(&mut seen, 8192)?;
+                    skip(&mut map)?;
+                }
+                "droppedEventsCount" => {
+                    once(&mut seen, 16384)?;
+                    skip(&mut map)?;
+                }
+                "droppedLinksCount" => {
+                    once(&mut seen, 32768)?;
                     skip(&mut map)?;
                 }
                 _ => return Err(decline("unknown span field")),  // `otlp_typed.Span` forbids them
