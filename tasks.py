@@ -6,7 +6,8 @@
     python3 tasks.py e2e     # only the end-to-end tests: a real Collector and Jaeger built from deploy/
     python3 tasks.py setup   # only (re)create .venv
 
-The venv is reinstalled only when pyproject.toml or constraints.txt changed.
+The venv is reinstalled only when pyproject.toml, constraints.txt or native/ (the reader's optional
+Rust extension, built when cargo is on the PATH) changed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ TRACES = os.environ.get("OTEL_AGENT_TRACE_FILE", str(ROOT / "agent-traces.jsonl"
 
 def _fingerprint() -> str:
     digest = hashlib.sha256()
-    for name in ("pyproject.toml", "constraints.txt"):
+    # native/: the reader's optional Rust extension, rebuilt by the install when its source changes
+    for name in ("pyproject.toml", "constraints.txt", "native/Cargo.toml", "native/Cargo.lock", "native/src/lib.rs"):
         digest.update((ROOT / name).read_bytes())
     return digest.hexdigest()
 
