@@ -166,6 +166,7 @@ impl<'py> Ctx<'py> {
     /// `callable(*args)` through vectorcall (Struct constructors take positional arguments in C).
     fn call<E: de::Error>(&self, callable: &Bound<'py, PyAny>, args: &[&Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>, E> {
         let mut ptrs: [*mut ffi::PyObject; 16] = [std::ptr::null_mut(); 16];
+        assert!(args.len() <= ptrs.len(), "more arguments than slots"); // (a panic: `read` declines)
         for (slot, arg) in ptrs.iter_mut().zip(args) {
             *slot = arg.as_ptr();
         }
