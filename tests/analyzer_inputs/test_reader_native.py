@@ -302,3 +302,16 @@ def test_reader_reads_alike_without_the_native_module(tmp_path):
         pytest.skip("the native reader (native/, Rust) was not built: only the Python paths were read")
     assert used == "True"
     assert native == off == gone
+
+
+def test_built_wherever_cargo_is():
+    """The extension is optional for users without Rust, but an install on a machine with cargo
+    that silently lost it (a failed build: setuptools-rust goes on without it) must not pass as
+    the pure-Python reader: every test above would skip."""
+    import shutil
+
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not on the PATH: the pure-Python reader is the expected install")
+    assert _native is not None, ("cargo is on the PATH but the native reader was not built: reinstall "
+                                 "(`python3 tasks.py setup` after removing .venv/.installed) and read pip's output")
+    assert otlp_json.native_reader() is not None or os.environ.get("OTEL_AGENT_TRACE_NATIVE") == "0"
