@@ -29,7 +29,9 @@ TRACES = os.environ.get("OTEL_AGENT_TRACE_FILE", str(ROOT / "agent-traces.jsonl"
 def _fingerprint() -> str:
     digest = hashlib.sha256()
     # native/: the reader's optional Rust extension, rebuilt by the install when its source changes
-    for name in ("pyproject.toml", "constraints.txt", "native/Cargo.toml", "native/Cargo.lock", "native/src/lib.rs"):
+    names = ["pyproject.toml", "constraints.txt", "native/Cargo.toml", "native/Cargo.lock"]
+    names += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "native" / "src").glob("*.rs"))
+    for name in names:
         digest.update((ROOT / name).read_bytes())
     return digest.hexdigest()
 
