@@ -252,3 +252,77 @@ def test_the_analyzer_reads_the_same_price_format(tmp_path, instrument, client):
         assert report["summary"]["metrics"]["cost_per_run"] == pytest.approx((tin * 100 + tout * 300) / 1e6)
     rules.write_text(json.dumps({"prices": {"gpt-4o-mini": {"input": 1}}}))
     assert cli.main(["analyze", str(trace_file), "--rules", str(rules)]) == 2
+
+
+# --- the per-model rates cache (issue 30: the library's lookup costs ~130 us or more per call) ------
+def _library_models():
+    from genai_prices import data_snapshot
+
+    for provider in data_snapshot.get_snapshot().providers:
+        for model in provider.models:
+            yield provider.id, model.id
+
+
+def test_cached_rates_price_every_model_as_the_library_does():
+    """Over the library's whole snapshot, random usage (cache reads and writes, reasoning): a model
+    whose rates are kept is priced from them exactly as the library prices it."""
+    import random
+
+    from otel_agent_trace import cost
+
+    rnd = random.Random(30)
+    checked = kept = 0
+    for provider_id, model in _library_models():
+        inp, out = rnd.randint(0, 300_000), rnd.randint(0, 5_000)
+        read = rnd.choice([0, rnd.randint(0, inp)])
+        write = rnd.choice([0, rnd.randint(0, inp - read)])
+        reasoning = rnd.choice([0, rnd.randint(0, out)])
+        usage = genai_prices.Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=read or None,
+                                   cache_write_tokens=write or None, output_reasoning_tokens=reasoning or None)
+        try:
+            price = genai_prices.calc_price(usage, model, provider_id=provider_id)
+        except LookupError:
+            continue
+        checked += 1
+        rates = cost._kept_rates(price.model_price)
+        if rates is None:
+            continue
+        kept += 1
+        assert rates.cost(inp, out, read, write) == pytest.approx(float(price.total_price), rel=1e-9, abs=1e-12), \
+            (provider_id, model, vars(price.model_price))
+    assert checked > 1000 and kept > checked * 0.8  # most models: the kept rates serve them
+
+
+def test_a_model_is_looked_up_in_the_library_once(monkeypatch):
+    """The second call of a model is priced from the kept rates: the library is not asked."""
+    from otel_agent_trace import cost
+
+    cost.preload()
+    assert cost._loaded.wait(30)
+    calls = []
+    real = genai_prices.calc_price
+    monkeypatch.setattr(genai_prices, "calc_price", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(cost, "_rates", {})
+    first = cost.cost_usd("gpt-4o-mini", "openai", 1200, 300)
+    second = cost.cost_usd("gpt-4o-mini", "openai", 5000, 100, cache_read_tokens=1000)
+    assert calls == ["gpt-4o-mini"]
+    expected = real(genai_prices.Usage(input_tokens=5000, output_tokens=100, cache_read_tokens=1000), "gpt-4o-mini",
+                    provider_id="openai")
+    assert first > 0 and second == pytest.approx(float(expected.total_price))
+
+
+def test_prices_that_change_with_the_time_of_day_are_never_cached():
+    from genai_prices import data_snapshot, types
+
+    from otel_agent_trace import cost
+
+    timed = [m for p in data_snapshot.get_snapshot().providers for m in p.models if isinstance(m.prices, list)
+             and any(type(c.constraint).__name__ == "TimeOfDateConstraint" for c in m.prices)]
+    assert timed, "the snapshot has time-of-day prices (DeepSeek's off-peak): the check below must run"
+    import time
+
+    for model in timed:
+        assert cost._valid_until(model.prices) <= time.time()
+    dated = [m for p in data_snapshot.get_snapshot().providers for m in p.models if isinstance(m.prices, list)
+             and all(c.constraint is None or isinstance(c.constraint, types.StartDateConstraint) for c in m.prices)]
+    assert dated and all(cost._valid_until(m.prices) > time.time() for m in dated)
