@@ -3,7 +3,8 @@ exporter and `agent_trace_file` write), a single OTLP JSON document (pretty-prin
 Collector's zstd frames, and the wrappers backends put around OTLP JSON: Jaeger v2's
 `/api/v3/traces` (`{"result": {...}}`), Tempo's `/api/traces/<id>` (`{"batches": [...]}`) and
 `/api/v2/traces/<id>` (`{"trace": {...}}`). A Jaeger JSON document (`{"data": [...]}`) found in
-the same input is handed to `jaeger_json`.
+the same input is handed to `jaeger_json`, an OTLP logs export (`{"resourceLogs": [...]}`) to
+`otlp_logs` (its evaluation results, as carrier spans).
 
 Robustness (the analyzer never crashes on input): a record that cannot be read is reported with
 its number and reason and skipped; a span with a wrong type in a required field is dropped and
@@ -34,7 +35,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from otel_agent_trace.analyzer.readers import otlp_typed
+from otel_agent_trace.analyzer.readers import otlp_logs, otlp_typed
 from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
@@ -232,6 +233,8 @@ def _first_bad_utf8(raw: bytes) -> int:
 def spans_of_doc(doc: Any, path: str, line: int, report: InputReport) -> list[Span]:
     """Spans of one parsed document, whatever known wrapper it has."""
     if isinstance(doc, dict):
+        if otlp_logs.is_logs(doc):  # a logs export (the Collector's file exporter writes both)
+            return otlp_logs.spans_of_logs(doc, path, line, report)
         resource_spans = doc.get("resourceSpans")
         if resource_spans is None:
             resource_spans = doc.get("resource_spans", doc.get("batches"))
