@@ -27,6 +27,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_agent_trace.analyzer import verdicts
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
@@ -113,14 +114,18 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
     return fired[0].span, fired
 
 
-def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None) -> Finding:
+def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None,
+           top_level: bool = True) -> Finding:
     """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
-    carried an error (analyzer/delegation.py): origins of this run."""
+    carried an error (analyzer/delegation.py): origins of this run. `top_level`: the run is no
+    sub-agent's (what a verdict about the whole task applies to, analyzer/verdicts.py)."""
     rules = list(BUILTIN_RULES) if rules is None else rules
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
     life = compute(run, graph, delegated)
+    known = verdicts.apply(run, life, rules, top_level)  # (a failure known from outside: a critical span)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
+    finding.evidence.extend(v.evidence for v in known)
     recovered = life.recovered
     if critical is not None and critical.span_id in recovered:
         # a rule calls failed attempts the run's failure although a later one succeeded
@@ -147,6 +152,9 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
     finding.critical_error_type = error_type_of(critical, life) or (
         "run_exception" if critical is run.root and critical.status_code == STATUS_ERROR else None)
     finding.description = _describe(critical, fired[0].rule)
+    verdict = next((v for v in known if (v.span_id or run.root.span_id) == critical.span_id), None)
+    if verdict is not None and isinstance(fired[0].rule, verdicts.VerdictSource):
+        finding.critical_error_type, finding.description = verdict.error_type, verdict.evidence
     if not any(f.rule.trace_back for f in fired if f.span is critical):
         finding.evidence.append(f"rule {fired[0].rule.rule_id} fired without traceBack: origin not searched")
         return finding

@@ -318,3 +318,12 @@ def _drop_restated_tools(run: Run) -> None:
 # a chat span carrying this key, `ERROR_TYPE` or `LIFECYCLE_PHASE` is ours (`_drop_duplicate_chats`)
 _MESSAGE_HASH = "agent_trace.output.message_hash"
 _START = attrgetter("start_ns")
+
+
+def sub_runs(grouped: list[Run]) -> set[int]:
+    """The `id()`s of the runs nested in another run of the trace (sub-agents'): the rest are
+    top-level runs, the task as a user started it."""
+    if len(grouped) < 2:
+        return set()
+    owner = {sid: id(run) for run in grouped for sid in run.spans}
+    return {id(run) for run in grouped if owner.get(run.root.parent_id or "", id(run)) != id(run)}
