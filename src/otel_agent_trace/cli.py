@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
+    analyze.add_argument("--expected", metavar="FILE",
+                         help="expected answers, JSON Lines of {\"input\"|\"task_id\"|\"trace_id\": ..., \"answer\": ...}: "
+                              "a run whose final answer differs is failed (wrong_answer)")
     analyze.add_argument("--all-failed", action="store_true",
                          help="every run in the input is known to have failed (an eval's or a benchmark's failures): "
                               "each is reported failed, with the places most likely to hold its mistake")
@@ -41,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     _input_options(show)
     show.add_argument("--rules", help="critical-failure rules file")
     show.add_argument("--all-failed", action="store_true", help="every run in the input is known to have failed")
+    show.add_argument("--expected", metavar="FILE", help="expected answers (JSON Lines), as for analyze")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     from otel_agent_trace.minimizer.command import add_parser as add_minimize
 
@@ -144,27 +148,39 @@ def _color(args: argparse.Namespace) -> bool:
 
 
 def _rules(args: argparse.Namespace) -> tuple[list | None, dict] | None:
-    """(rules or None for the built-ins, team config); None (after a message) when unusable."""
-    from otel_agent_trace.analyzer.rules import BUILTIN_RULES, RulesError, load_config, load_rules
+    """(rules: the built-ins, the evaluations' source, the --rules file's and the verdict sources
+    asked for; team config); None (after a message) when unusable."""
+    from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
 
-    if not getattr(args, "rules", None):
-        rules, config = None, {}
-    else:
-        try:
-            rules, config = load_rules(args.rules), load_config(args.rules)
-        except RulesError as exc:
-            print(f"otel-agent-trace: {exc}", file=sys.stderr)
-            return None
+    try:
+        rules, config = load_rules(getattr(args, "rules", None)), load_config(getattr(args, "rules", None))
+    except RulesError as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return None
     if getattr(args, "all_failed", False):  # a verdict from outside: analyzer/verdicts.py
         from otel_agent_trace.analyzer.verdicts import AllFailed
 
-        rules = [*(BUILTIN_RULES if rules is None else rules), AllFailed()]
+        rules = [*rules, AllFailed()]
+    if getattr(args, "expected", None):  # answers known from outside: analyzer/expected.py
+        from otel_agent_trace.analyzer.expected import ExpectedAnswers, ExpectedError
+
+        try:
+            source = ExpectedAnswers.load(args.expected)
+        except ExpectedError as exc:
+            print(f"otel-agent-trace: {exc}", file=sys.stderr)
+            return None
+        for problem in source.problems:
+            print(f"otel-agent-trace: {problem}", file=sys.stderr)
+        args.expected_problems = len(source.problems)
+        rules = [*rules, source]
     return rules, config
 
 
-def _exit_code(analysis: Any) -> int:
-    """0 every input read; 1 some lines bad (the rest analysed); 2 an unreadable input."""
-    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
+def _exit_code(analysis: Any, args: argparse.Namespace | None = None) -> int:
+    """0 every input read; 1 some lines bad (the rest analysed; the --expected file's too); 2 an
+    unreadable input."""
+    bad = analysis.bad_lines or getattr(args, "expected_problems", 0)
+    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if bad else EXIT_OK
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -186,7 +202,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"otel-agent-trace: no run with trace id {args.trace_id} in the inputs", file=sys.stderr)
         return EXIT_UNUSABLE
     sys.stdout.write("\n".join(render_replay(f, color=_color(args)) for f in found))
-    return _exit_code(analysis)
+    return _exit_code(analysis, args)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -225,7 +241,7 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"otel-agent-trace: {item.path}:{bad.line}: {bad.reason}", file=sys.stderr)
         for note in item.warnings:
             print(f"otel-agent-trace: {item.path}:{note.line}: warning: {note.reason}", file=sys.stderr)
-    return _exit_code(analysis)
+    return _exit_code(analysis, args)
 
 
 def _write(text: str | bytes, path: str | None) -> None:

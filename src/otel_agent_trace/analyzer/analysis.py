@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from otel_agent_trace.analyzer import delegation, lifecycle, runs
+from otel_agent_trace.analyzer import delegation, evaluations, lifecycle, runs
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import Finding, locate
 from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.readers.sources import UnreadableInput
 from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
+from otel_agent_trace.analyzer.rules import load_rules
 from otel_agent_trace.analyzer.runs import NAMED_RUN, Run, trace_runs
 from otel_agent_trace.analyzer.spans import InputReport, Span
 from otel_agent_trace.model import DEPENDS_ON, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT
@@ -415,6 +416,9 @@ def _dependency_search(by_id: dict[str, Span], note: Callable[[Span, str, bool],
 def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[str, int] | None,
                    rules: list | None) -> Iterator[Finding]:
     """One trace's findings: checked (notes to `reports`), normalized (counted), runs located."""
+    spans = evaluations.attach(spans, reports)  # (evaluation results read as events on the spans they name)
+    if not spans:
+        return
     by_id, children, roots = _checked(spans, reports)
     if not by_id:
         return
@@ -445,6 +449,7 @@ def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inp
     `rules`: critical-failure rules (None: the built-ins). `trace_prefix`: only the traces whose
     id starts with it (every input is still read and its problems reported)."""
     inputs = [] if inputs is None else inputs
+    rules = load_rules(None) if rules is None else rules  # (read from the environment once, not per run)
     with TraceStore(budget_bytes) as store, lifecycle.environment_read_once():
         consume = None if trace_prefix is None else functools.partial(_consume, trace_prefix=trace_prefix.lower())
         read_into(store, inputs, paths, remotes, progress, consume)
@@ -480,6 +485,7 @@ def analyze_reduced(paths: list[str], remotes: Iterable[Remote] = (), budget_byt
     from otel_agent_trace.analyzer import chunks
 
     out = Reduced()
+    rules = load_rules(None) if rules is None else rules  # (read from the environment once, not per run)
     files = expand(paths)
     remotes = list(remotes)
     total = sum(file_size(p) for p in files)

@@ -38,6 +38,7 @@ from otel_agent_trace.model import (ERROR_TYPE_SEMCONV, GEN_AI_EVALUATION_EXPLAN
                                     GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_RESPONSE_ID, ErrorType)
 
 EVALUATION_FAILED = ErrorType.EVALUATION_FAILED.value
+EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: recorded about a whole trace (recorder/evaluation.py)
 _LABELS_ENV, _THRESHOLD_ENV = ENV_PREFIX + "EVALUATION_FAIL_LABELS", ENV_PREFIX + "EVALUATION_THRESHOLD"
 _KEYS = (GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_EVALUATION_SCORE_LABEL,
          GEN_AI_EVALUATION_EXPLANATION, GEN_AI_RESPONSE_ID, ERROR_TYPE_SEMCONV, EVALUATION_SOURCE)
@@ -71,7 +72,7 @@ def attach(spans: list[Span], reports: Mapping[str, InputReport] | None = None) 
             target = by_response.get(str(attributes.get(GEN_AI_RESPONSE_ID)))
         if target is None and tops:
             target = tops[0]
-            if carrier.parent_id:
+            if carrier.parent_id and carrier.attributes.get(EVALUATION_SCOPE) != "trace":
                 _note(reports, carrier, f"{GEN_AI_EVALUATION_RESULT} {attributes[GEN_AI_EVALUATION_NAME]!r} names span "
                       f"{carrier.parent_id}, not in trace {carrier.trace_id}: read as about the trace's first run")
         if target is None:
@@ -111,7 +112,10 @@ class Result:
         text = ", ".join(parts)
         if self.explanation:
             text += f": {self.explanation}"
-        return text + f" (on span {self.span.span_id} {self.span.name!r}, from a {self.source.replace('_', ' ')})"
+        return text + f" (on span {self.span.span_id} {self.span.name!r}, {_SOURCES.get(self.source, self.source)})"
+
+
+_SOURCES = {"span_event": "a span event", "log_record": "a log record", "span": "an evaluation span"}
 
 
 def results(run: Run) -> list[Result]:

@@ -30,7 +30,7 @@ from typing import Any
 from otel_agent_trace.analyzer import verdicts
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
-from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
+from otel_agent_trace.analyzer.rules import Fired, Rule, fire, load_rules
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
@@ -119,7 +119,7 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
     """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
     carried an error (analyzer/delegation.py): origins of this run. `top_level`: the run is no
     sub-agent's (what a verdict about the whole task applies to, analyzer/verdicts.py)."""
-    rules = list(BUILTIN_RULES) if rules is None else rules
+    rules = load_rules(None) if rules is None else rules  # (the built-ins, and the evaluations' source)
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
     life = compute(run, graph, delegated)
     known = verdicts.apply(run, life, rules, top_level)  # (a failure known from outside: a critical span)
