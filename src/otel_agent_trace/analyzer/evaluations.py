@@ -87,7 +87,7 @@ def attach(spans: list[Span], reports: Mapping[str, InputReport] | None = None) 
 
 def _note(reports: Mapping[str, InputReport] | None, span: Span, reason: str) -> None:
     path, line = span.source or ("", 0)
-    report = (reports or {}).get(path)
+    report = reports.get(path) if reports is not None else None  # (a chunk's notes: an empty dict until asked)
     if report is not None:
         report.warn(line, reason)
 

@@ -32,6 +32,7 @@ from otel_agent_trace.model import GEN_AI_OUTPUT_MESSAGES, ErrorType, parse_json
 
 WRONG_ANSWER = ErrorType.WRONG_ANSWER.value
 _KEYS = ("trace_id", "task_id", "input")
+NEW_MESSAGES = "agent_trace.context.new_messages"
 _TASK_KEYS = ("agent_trace.task.id", "task.id", "task_id")
 
 
@@ -137,14 +138,20 @@ def task_id(run: Run) -> str | None:
 
 
 def run_input(run: Run) -> str | None:
-    """The task the run was given: the run span's input, else the first user message of its
-    first model call."""
+    """The task the run was given: the run span's input, else the first user message its steps'
+    contexts showed (`agent_trace.context.new_messages`), else that of its first model call."""
     a = run.root.attributes
     if isinstance(a.get("input.value"), str):
         return a["input.value"]
     for message in semconv_messages(a.get("gen_ai.input.messages")):
         if message.role == "user" and message.content:
             return message.content
+    for step in run.steps:  # our recorder: the messages each step's context showed first
+        items = parse_json_or_text(step.attributes.get(NEW_MESSAGES) or "[]")
+        for item in items if isinstance(items, list) else ():
+            message = item.get("message") if isinstance(item, dict) else None
+            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+                return message["content"]
     for span in sorted(run.spans.values(), key=lambda s: (s.start_ns, s.span_id)):
         facts = facts_of(span)
         if facts is not None and facts.role == LLM:
