@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from otel_agent_trace.analyzer import verdicts
@@ -44,15 +45,16 @@ _KEYS = (GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_EVALUATIO
          GEN_AI_EVALUATION_EXPLANATION, GEN_AI_RESPONSE_ID, ERROR_TYPE_SEMCONV, EVALUATION_SOURCE)
 
 
-def is_carrier(span: Span) -> bool:
-    return span.name == GEN_AI_EVALUATION_RESULT and GEN_AI_EVALUATION_NAME in span.attributes
+_NAME, _EVENTS = attrgetter("name"), attrgetter("events")
 
 
 def attach(spans: list[Span], reports: Mapping[str, InputReport] | None = None) -> list[Span]:
     """The trace's spans without its carriers, each carrier an event on the span it names (see
     the module docstring). A trace with no carrier is returned as it is (one pass over names)."""
-    carriers = [span for span in spans if span.name == GEN_AI_EVALUATION_RESULT]
-    carriers = [span for span in carriers if GEN_AI_EVALUATION_NAME in span.attributes]
+    if GEN_AI_EVALUATION_RESULT not in map(_NAME, spans):  # (the common case, looped in C)
+        return spans
+    carriers = [span for span in spans if span.name == GEN_AI_EVALUATION_RESULT
+                and GEN_AI_EVALUATION_NAME in span.attributes]
     if not carriers:
         return spans
     taken = {id(span) for span in carriers}
@@ -121,9 +123,7 @@ _SOURCES = {"span_event": "a span event", "log_record": "a log record", "span": 
 def results(run: Run) -> list[Result]:
     """The evaluation results on the spans of a run, in span start order."""
     out = []
-    for span in run.spans.values():
-        if not span.events:
-            continue
+    for span in filter(_EVENTS, run.spans.values()):  # (most spans have none: filtered in C)
         for event in span.events:
             if event.name != GEN_AI_EVALUATION_RESULT:
                 continue
