@@ -72,6 +72,17 @@ class Run:
     def agent(self) -> str | None:
         return self.root.attr(GEN_AI_AGENT_NAME)
 
+    def agent_of(self, span: Span) -> str | None:
+        """The agent that acted at a span: its own `gen_ai.agent.name`, else its nearest
+        ancestor's in the run (a group chat's turns each name their speaker), else the run's."""
+        node: Span | None = span
+        while node is not None:
+            name = node.attributes.get(GEN_AI_AGENT_NAME)
+            if name:
+                return str(name)
+            node = self.spans.get(node.parent_id or "")
+        return self.agent
+
     def step_index_of(self, span: Span) -> int | None:
         """The step a span belongs to: its own index, or its nearest step ancestor's."""
         node: Span | None = span
