@@ -27,11 +27,13 @@ import re
 from dataclasses import dataclass, field
 
 from otel_agent_trace import detectors
+from otel_agent_trace.analyzer.lifecycle import FINAL_ANSWER_TOOL
+from otel_agent_trace.analyzer.normalize.conventions import facts_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.model import (GEN_AI_OUTPUT_MESSAGES, GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT,
-                                    ErrorType, Outcome, semconv_messages)
+                                    GEN_AI_TOOL_NAME, ErrorType, Outcome, semconv_messages)
 
 # the signals, each the error type of the `errors[]` entry it makes (analyzer only, never recorded;
 # a made-up value is the recorder's `fabricated_value`, found anywhere in the run, not only in the answer)
@@ -39,6 +41,7 @@ ANSWER_PROVENANCE = "answer_provenance"
 MADE_UP_VALUE = ErrorType.FABRICATED_VALUE.value
 ERROR_IN_TEXT = "error_in_text"
 CONTRADICTED_RESULT = "contradicted_result"
+ASSUMED_FACT = "assumed_fact"
 MAX_SUSPICIONS = 3
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
 _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
@@ -53,6 +56,9 @@ _NO_CODE = re.compile(r"^\s*There is no code from the last", re.IGNORECASE)
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b:|"
                          r"\bexecution failed\b|\btimed? ?out\b|No such file or directory|\bnot found\b|"
                          r"\b40[134]\b.{0,20}\b(?:Client Error|Forbidden|Not Found|Unauthorized)")
+# a turn saying it goes on from what it supposes, not from what it obtained
+_ASSUMING = re.compile(r"(?i)\b(?:hypothetical(?:ly)?|simulat(?:e|ed|ing)|assum(?:e|ed|ing)|mock(?:ed|up)?|placeholder|"
+                       r"dummy|sample data|example data|for (?:demonstration|illustration)(?: purposes)?|made[- ]up)\b")
 _FILE_NAME = re.compile(r"\.[A-Za-z]{2,4}$")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _SUCCESS_CLAIM = re.compile(r"(?i)\b(?:successfully|succeeded|has been (?:confirmed|verified)|is correct|"
@@ -105,28 +111,40 @@ def turns(run: Run) -> list[Turn]:
     step_ids = run.step_ids
     items = sorted([*run.steps, *run.tools], key=lambda s: (s.start_ns, s.span_id))
     last_decision: Turn | None = None
+    last_code: Turn | None = None
     by_span: dict[str, Turn] = {}
     for span in items:
         if span.span_id in step_ids:
             text = _output_text(run, span)
             agent = run.agent_of(span)
             observation = _is_execution(agent, text)
-            turn = Turn(span, agent, text, observation, last_decision if observation else None, len(out))
+            # an execution ran the code the latest turn with code wrote (else the turn before it)
+            turn = Turn(span, agent, text, observation, (last_code or last_decision) if observation else None,
+                        len(out))
             if not observation:
                 last_decision = turn
+                if "```" in text:
+                    last_code = turn
         else:
-            result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
             parent = by_span.get(span.parent_id or "")
             caller = parent if parent is not None and not parent.observation else last_decision
-            turn = Turn(span, run.agent_of(span), result if isinstance(result, str) else "" if result is None
-                        else str(result), True, caller, len(out))
+            if FINAL_ANSWER_TOOL.match(str(span.attributes.get(GEN_AI_TOOL_NAME) or
+                                           span.name.removeprefix("execute_tool "))):  # the answer, as the deciding turn gave it: its words
+                arguments = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+                turn = Turn(span, caller.agent if caller else run.agent_of(span), str(arguments or ""), False,
+                            None, len(out))
+            else:
+                result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+                turn = Turn(span, run.agent_of(span), result if isinstance(result, str) else "" if result is None
+                            else str(result), True, caller, len(out))
         by_span[span.span_id] = turn
         out.append(turn)
     return out
 
 
 def _output_text(run: Run, step: Span) -> str:
-    """What a step's model said: its own output messages, else those of the model calls under it."""
+    """What a step's model said: its own output messages, else those of the model calls under it
+    (in any convention normalization reads, `facts_of`)."""
     spans = [step] + [c for c in run.chats if c.parent_id == step.span_id]
     for span in spans:
         raw = span.attributes.get(GEN_AI_OUTPUT_MESSAGES)
@@ -134,6 +152,9 @@ def _output_text(run: Run, step: Span) -> str:
             text = "\n".join(m.content for m in semconv_messages(raw) if m.content)
             if text:
                 return text
+        facts = facts_of(span)
+        if facts is not None and facts.output_text:
+            return facts.output_text
     return ""
 
 
@@ -367,6 +388,22 @@ def contradicted_result(sequence: list[Turn]) -> list[Suspicion]:
     return []
 
 
+def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
+    """The first turn (after the one that opened the run) that says it proceeds on an assumption,
+    a simulation or placeholder data instead of what it should have obtained."""
+    for turn in sequence[1:]:
+        if turn.observation:
+            continue
+        m = _ASSUMING.search(_CODE_BLOCK.sub(" ", turn.text))
+        if m and m.group().lower() not in task.lower():
+            text = turn.text
+            quote = " ".join(text[max(0, m.start() - 60):m.end() + 60].split())
+            return [Suspicion(turn.span, turn.agent, ASSUMED_FACT,
+                              f"{turn.span.name} goes on from what it supposes, not what it obtained: ...{quote}...",
+                              1.1, bug_class="model_decision")]
+    return []
+
+
 def suspicions(run: Run) -> list[Suspicion]:
     """The places most likely to hold a failed run's decisive mistake, best first (at most
     `MAX_SUSPICIONS`, one per place: a place several signals name gathers their reasons)."""
@@ -374,8 +411,8 @@ def suspicions(run: Run) -> list[Suspicion]:
     if not sequence:
         return []
     task = task_text(run)
-    found = [*answer_provenance(sequence, task), *error_in_text(sequence), *contradicted_result(sequence),
-             *made_up_value(sequence, task)]
+    found = [*assumed_fact(sequence, task), *answer_provenance(sequence, task), *error_in_text(sequence),
+             *contradicted_result(sequence), *made_up_value(sequence, task)]
     merged: dict[str, Suspicion] = {}
     for s in found:
         have = merged.get(s.span.span_id)
