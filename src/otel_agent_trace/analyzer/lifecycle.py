@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 
+from otel_agent_trace.analyzer import recovery
 from otel_agent_trace.analyzer.graph import Graph, recovered_spans
 from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE, SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind, listed_tools, mentioned
@@ -827,6 +828,12 @@ def _retries(run: Run, graph: Graph, life: Lifecycle) -> None:
         else:
             streak[name] = 0
     life.recovered |= recovered_spans(graph, failed)
+    # a fallback to another tool, an empty page that ends an iteration, an optional lookup (recovery.py)
+    fallbacks, benign = recovery.worked_around(run, graph, life, failed - life.recovered)
+    if fallbacks:
+        life.derived_retries.extend(fallbacks)
+        life.recovered |= recovered_spans(graph, failed)
+    life.recovered |= benign
     for span_id in life.recovered:
         st = life.state(span_id)
         st.flags.add("recovered")
