@@ -1,7 +1,8 @@
 """Re-run location and classification with a team's critical-failure rules.
 
 `analysis.analyze()` locates with the built-in rules; when `--rules` names a file, the CLI calls
-`apply_rules` to recompute every finding with the merged rule set (runs are not re-read).
+`apply_rules` to recompute every finding with the merged rule set (runs are not re-read), with
+the settings the analysis ran with.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from otel_agent_trace.analyzer.rules import Rule
 def apply_rules(analysis: Analysis, rules: list[Rule]) -> Analysis:
     findings = []
     for old in analysis.findings:
-        finding = locate(old.run, rules)
+        finding = locate(old.run, rules, settings=analysis.settings)
         classify(finding)
         findings.append(finding)
     analysis.findings = findings
