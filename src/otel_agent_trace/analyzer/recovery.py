@@ -1,6 +1,6 @@
 """Tool failures a healthy run worked around (issue 27 §4): not errors of the run.
 
-A retry of the same tool that succeeds recovers a failure (lifecycle `_retries`). Two more ways
+A retry of the same tool that succeeds recovers a failure (lifecycle `propagation.retries`). Two more ways
 are common in healthy runs, and this module finds them among the failed tool calls not already
 recovered:
 

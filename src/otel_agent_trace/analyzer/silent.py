@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from otel_agent_trace import detectors
-from otel_agent_trace.analyzer.lifecycle import FINAL_ANSWER_TOOL
+from otel_agent_trace.analyzer.lifecycle.answers import FINAL_ANSWER_TOOL
 from otel_agent_trace.analyzer.normalize.conventions import facts_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
