@@ -21,7 +21,6 @@ from scenario_agent import analyze_json, call, run_loop
 
 import otel_agent_trace
 from otel_agent_trace import cli
-from otel_agent_trace.analyzer.readers import otlp_json
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
@@ -207,8 +206,7 @@ def test_logs_lines_among_span_lines_are_read_and_a_bad_one_is_named(healthy, tm
     """The Collector's file exporter writes trace and log lines to one file: each logs line goes to
     the logs reader, a malformed one is reported by file and line, every other line is analysed."""
     path, ids = healthy
-    if not native:
-        monkeypatch.setattr(otlp_json, "_native_read", None)
+    monkeypatch.setenv("OTEL_AGENT_TRACE_NATIVE", "1" if native else "0")  # (read once per analysis)
     logs = tmp_path / "logs.jsonl"
     other_process("log", logs, ids["trace_id"], ids["span_id"], "correctness", label="fail")
     good = logs.read_text().strip()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Mapping
 
 ENV_PREFIX = "OTEL_AGENT_TRACE_"
 _GENAI_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -80,6 +80,7 @@ class AgentTraceConfig:
     # and the lowest passing score ("0.5" for every evaluation, or "relevance=0.7,correctness=1"; none by default)
     evaluation_fail_labels: tuple[str, ...] = ("fail", "incorrect", "not_relevant")
     evaluation_threshold: str | None = None
+    native: bool = True  # the analyzer reads OTLP JSON with its native reader where built (false: the Python reader)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AgentTraceConfig":
@@ -109,6 +110,20 @@ class AgentTraceConfig:
             if values.get(name, getattr(cls, name)) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}")
         return cls(**values)
+
+    @classmethod
+    def setting(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One field from `OTEL_AGENT_TRACE_<NAME>`, else its default, read alone; a value that does
+        not convert is the default too. For the analyzer (analyzer/settings.py), which reads a few
+        fields and is not to be failed by a bad value meant for the recorder."""
+        default = next(f.default for f in fields(cls) if f.name == name)
+        raw = (os.environ if environ is None else environ).get(ENV_PREFIX + name.upper())
+        if raw is None or not raw.strip():
+            return default
+        try:
+            return _convert(name, default, raw)
+        except ValueError:
+            return default
 
 
 _current: AgentTraceConfig | None = None

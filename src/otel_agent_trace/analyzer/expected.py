@@ -165,7 +165,7 @@ def run_input(run: Run) -> str | None:
 def final_answer(run: Run) -> str | None:
     """The run's final answer: the run span's output (`output.value`, `gen_ai.output.messages`),
     else the last model output that called no tool, else the arguments of a final-answer tool."""
-    from otel_agent_trace.analyzer.lifecycle import FINAL_ANSWER_TOOL
+    from otel_agent_trace.analyzer.lifecycle.answers import FINAL_ANSWER_TOOL
 
     a = run.root.attributes
     if isinstance(a.get("output.value"), str) and a["output.value"]:
