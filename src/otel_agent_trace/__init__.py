@@ -3,7 +3,8 @@
 Public surface: `AgentTraceInstrumentor` (what `opentelemetry-instrument` loads), `agent_run`
 (mark a run in code), `tool` (record a tool explicitly), `AgentTraceConfig`; for clients and
 frameworks we do not patch, `record_chat` / `record_tool` with the normalized model
-(`ChatRequest`, `ChatResponse`, `Message`, `ToolCall`) and `get_handler()`; `minimize` (shrink a
+(`ChatRequest`, `ChatResponse`, `Message`, `ToolCall`) and `get_handler()`; `record_evaluation`
+(an eval's or a user's verdict on a run, as the semconv `gen_ai.evaluation.result` event); `minimize` (shrink a
 recorded failing run to its minimal failing case); `replay` (answer the LLM calls from a recorded run).
 """
 
@@ -12,7 +13,7 @@ from otel_agent_trace.version import __version__
 
 __all__ = ["AgentBudgetExceeded", "AgentTraceConfig", "AgentTraceInstrumentor", "ChatRequest", "ChatResponse",
            "Message", "ToolCall", "agent_run", "end_implicit_runs", "get_handler", "minimize", "record_chat",
-           "record_tool", "replay", "tool", "__version__"]
+           "record_evaluation", "record_tool", "replay", "tool", "__version__"]
 
 # Loaded on first use: the instrumentor pulls in opentelemetry-instrumentation, the recorder the
 # SDK; the analyzer's CLI (which imports this package first) needs none of them.
@@ -22,6 +23,7 @@ _LAZY = {
     "agent_run": ("otel_agent_trace.recorder.handler", "agent_run"),
     "record_chat": ("otel_agent_trace.recorder.handler", "record_chat"),
     "record_tool": ("otel_agent_trace.recorder.handler", "record_tool"),
+    "record_evaluation": ("otel_agent_trace.recorder.evaluation", "record_evaluation"),
     "get_handler": ("otel_agent_trace.recorder.handler", "get_handler"),
     "tool": ("otel_agent_trace.tools.decorator", "tool"),
     "ChatRequest": ("otel_agent_trace.model", "ChatRequest"),

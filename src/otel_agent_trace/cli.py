@@ -26,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
+    analyze.add_argument("--expected", metavar="FILE",
+                         help="expected answers, JSON Lines of {\"input\"|\"task_id\"|\"trace_id\": ..., \"answer\": ...}: "
+                              "a run whose final answer differs is failed (wrong_answer)")
+    analyze.add_argument("--all-failed", action="store_true",
+                         help="every run in the input is known to have failed (an eval's or a benchmark's failures): "
+                              "each is reported failed, with the places most likely to hold its mistake")
     analyze.add_argument("--budget-usd", type=float, metavar="USD",
                          help="a run's cost budget: summary.metrics.reliability.cost_within_budget (needs prices)")
     analyze.add_argument("--color", choices=("auto", "always", "never"), default="auto",
@@ -37,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
     _input_options(show)
     show.add_argument("--rules", help="critical-failure rules file")
+    show.add_argument("--all-failed", action="store_true", help="every run in the input is known to have failed")
+    show.add_argument("--expected", metavar="FILE", help="expected answers (JSON Lines), as for analyze")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     from otel_agent_trace.minimizer.command import add_parser as add_minimize
 
@@ -67,7 +75,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
 
     `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then).
     `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
-    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+    from otel_agent_trace.analyzer.analysis import analyze
+    from otel_agent_trace.analyzer.inputs import Progress, Remote, expand
     from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 
     remotes = []
@@ -140,21 +149,39 @@ def _color(args: argparse.Namespace) -> bool:
 
 
 def _rules(args: argparse.Namespace) -> tuple[list | None, dict] | None:
-    """(rules or None for the built-ins, team config); None (after a message) when unusable."""
+    """(rules: the built-ins, the evaluations' source, the --rules file's and the verdict sources
+    asked for; team config); None (after a message) when unusable."""
     from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
 
-    if not getattr(args, "rules", None):
-        return None, {}
     try:
-        return load_rules(args.rules), load_config(args.rules)
+        rules, config = load_rules(getattr(args, "rules", None)), load_config(getattr(args, "rules", None))
     except RulesError as exc:
         print(f"otel-agent-trace: {exc}", file=sys.stderr)
         return None
+    if getattr(args, "all_failed", False):  # a verdict from outside: analyzer/verdicts.py
+        from otel_agent_trace.analyzer.verdicts import AllFailed
+
+        rules = [*rules, AllFailed()]
+    if getattr(args, "expected", None):  # answers known from outside: analyzer/expected.py
+        from otel_agent_trace.analyzer.expected import ExpectedAnswers, ExpectedError
+
+        try:
+            source = ExpectedAnswers.load(args.expected)
+        except ExpectedError as exc:
+            print(f"otel-agent-trace: {exc}", file=sys.stderr)
+            return None
+        for problem in source.problems:
+            print(f"otel-agent-trace: {problem}", file=sys.stderr)
+        args.expected_problems = len(source.problems)
+        rules = [*rules, source]
+    return rules, config
 
 
-def _exit_code(analysis: Any) -> int:
-    """0 every input read; 1 some lines bad (the rest analysed); 2 an unreadable input."""
-    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if analysis.bad_lines else EXIT_OK
+def _exit_code(analysis: Any, args: argparse.Namespace | None = None) -> int:
+    """0 every input read; 1 some lines bad (the rest analysed; the --expected file's too); 2 an
+    unreadable input."""
+    bad = analysis.bad_lines or getattr(args, "expected_problems", 0)
+    return EXIT_UNUSABLE if analysis.unreadable else EXIT_BAD_LINES if bad else EXIT_OK
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -176,7 +203,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"otel-agent-trace: no run with trace id {args.trace_id} in the inputs", file=sys.stderr)
         return EXIT_UNUSABLE
     sys.stdout.write("\n".join(render_replay(f, color=_color(args)) for f in found))
-    return _exit_code(analysis)
+    return _exit_code(analysis, args)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -215,7 +242,7 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"otel-agent-trace: {item.path}:{bad.line}: {bad.reason}", file=sys.stderr)
         for note in item.warnings:
             print(f"otel-agent-trace: {item.path}:{note.line}: warning: {note.reason}", file=sys.stderr)
-    return _exit_code(analysis)
+    return _exit_code(analysis, args)
 
 
 def _write(text: str | bytes, path: str | None) -> None:
@@ -233,7 +260,7 @@ def _write(text: str | bytes, path: str | None) -> None:
 
 def run() -> int:
     """The console script: `main` in a process that ends with it. The cyclic collector stays off
-    (the analysis holds no cycles, see `analysis.no_gc`): turning it back on after the analysis
+    (the analysis holds no cycles, see `inputs.no_gc`): turning it back on after the analysis
     would cost one collection over everything still held, ~0.1 s on 200 MB. `analyze` and `show`
     then end the process at once (`_exit_now`)."""
     import gc

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Mapping
 
 ENV_PREFIX = "OTEL_AGENT_TRACE_"
 _GENAI_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -76,6 +76,11 @@ class AgentTraceConfig:
     replay_tools: str = "live"  # live | recorded: decorated and named tools answered from the recording
     cost: bool = True  # agent_trace.usage.cost_usd on chat spans (off: no pricing, the library never loads)
     prices: str | None = None  # a price file (JSON/YAML, model -> USD per million tokens) used before genai-prices
+    # the analyzer's reading of `gen_ai.evaluation.result` (analyzer/evaluations.py): labels that fail a run,
+    # and the lowest passing score ("0.5" for every evaluation, or "relevance=0.7,correctness=1"; none by default)
+    evaluation_fail_labels: tuple[str, ...] = ("fail", "incorrect", "not_relevant")
+    evaluation_threshold: str | None = None
+    native: bool = True  # the analyzer reads OTLP JSON with its native reader where built (false: the Python reader)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AgentTraceConfig":
@@ -98,11 +103,27 @@ class AgentTraceConfig:
                 if raw is None or raw == "":
                     continue
             values[f.name] = _convert(f.name, f.default, raw)
+        if values.get("evaluation_threshold") is not None:
+            parse_thresholds(values["evaluation_threshold"], ENV_PREFIX + "EVALUATION_THRESHOLD: ")
         for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off")),
                               ("replay_mode", ("strict", "fallthrough")), ("replay_tools", ("live", "recorded"))):
             if values.get(name, getattr(cls, name)) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}")
         return cls(**values)
+
+    @classmethod
+    def setting(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One field from `OTEL_AGENT_TRACE_<NAME>`, else its default, read alone; a value that does
+        not convert is the default too. For the analyzer (analyzer/settings.py), which reads a few
+        fields and is not to be failed by a bad value meant for the recorder."""
+        default = next(f.default for f in fields(cls) if f.name == name)
+        raw = (os.environ if environ is None else environ).get(ENV_PREFIX + name.upper())
+        if raw is None or not raw.strip():
+            return default
+        try:
+            return _convert(name, default, raw)
+        except ValueError:
+            return default
 
 
 _current: AgentTraceConfig | None = None
@@ -122,7 +143,7 @@ def set_current(config: AgentTraceConfig | None) -> None:
 
 
 def _convert(name: str, default: Any, raw: Any) -> Any:
-    if name in ("entrypoints", "tools"):
+    if name in ("entrypoints", "tools", "evaluation_fail_labels"):
         return _split_list(raw)
     if isinstance(default, bool):
         return _to_bool(raw)
@@ -131,3 +152,32 @@ def _convert(name: str, default: Any, raw: Any) -> Any:
     if isinstance(default, float):
         return float(raw)
     return str(raw) if not isinstance(raw, str) else raw.strip()
+
+
+def parse_thresholds(value: Any, where: str = "") -> dict[str, float]:
+    """Evaluation thresholds: a number (every evaluation: key "*"), "name=value,..." text, or a
+    {name: value} map (a rules file's) -> {name: lowest passing score}. Raises ValueError."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, bool):
+        raise ValueError(f"{where}evaluation_threshold must be a number or name=number pairs, not {value!r}")
+    if isinstance(value, (int, float)):
+        return {"*": float(value)}
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, str):
+        items = []
+        for part in value.split(","):
+            name, sep, number = part.strip().rpartition("=")
+            items.append((name.strip() if sep else "*", number.strip()))
+    else:
+        raise ValueError(f"{where}evaluation_threshold must be a number or name=number pairs, not {value!r}")
+    out = {}
+    for name, number in items:
+        try:
+            if isinstance(number, bool):
+                raise ValueError
+            out[str(name)] = float(number)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}evaluation_threshold: {number!r} for {name!r} is not a number") from None
+    return out

@@ -63,6 +63,12 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE_SEMCONV = "error.type"
+# the `gen_ai.evaluation.result` event (a span event, or a log record with this event name)
+GEN_AI_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
 # roles whose messages instruct rather than converse: every conversation of an agent shares them
 INSTRUCTION_ROLES = ("system", "developer")
@@ -110,6 +116,10 @@ class ErrorType(str, enum.Enum):
     TRUNCATED_OUTPUT = "truncated_output"
     # an exception left the agent's entrypoint / agent_run block
     RUN_EXCEPTION = "run_exception"
+    # analyzer only: a verdict from outside the run says it failed (analyzer/verdicts.py)
+    KNOWN_FAILED = "known_failed"  # `analyze --all-failed`
+    EVALUATION_FAILED = "evaluation_failed"  # a failing `gen_ai.evaluation.result`
+    WRONG_ANSWER = "wrong_answer"  # the final answer differs from the expected one (`analyze --expected`)
 
 
 class Relation(str, enum.Enum):

@@ -71,7 +71,7 @@ def load_rules(path: str | None) -> list[Rule]:
     """Built-ins, merged with the rules of `path` (JSON, or YAML with PyYAML)."""
     rules = {r.rule_id: r for r in BUILTIN_RULES}
     if not path:
-        return list(rules.values())
+        return _with_evaluations(list(rules.values()), {}, "")
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -90,7 +90,26 @@ def load_rules(path: str | None) -> list[Rule]:
     for i, item in enumerate(items):
         rule = _rule(path, i, item)
         rules[rule.rule_id] = rule
-    return [r for r in rules.values() if r.enabled]
+    if data.get("builtins") is False or EVALUATION_RULE_ID in rules:  # (named in the file: off, or on as below)
+        keep = data.get("builtins") is not False and rules.pop(EVALUATION_RULE_ID).enabled
+    else:
+        keep = True
+    out = [r for r in rules.values() if r.enabled]
+    return _with_evaluations(out, data, f"{path}: ") if keep else out
+
+
+EVALUATION_RULE_ID = "EVALUATION_FAILED"  # the built-in verdict source of analyzer/evaluations.py
+
+
+def _with_evaluations(rules: list[Rule], data: dict[str, Any], where: str) -> list[Rule]:
+    """`rules` and the built-in source of evaluation verdicts (settings from the environment,
+    then the file's `evaluation_fail_labels` / `evaluation_threshold`)."""
+    from otel_agent_trace.analyzer.evaluations import EvaluationSource  # (it imports this module)
+
+    try:
+        return [*rules, EvaluationSource.configured(file=data, where=where)]
+    except ValueError as exc:
+        raise RulesError(str(exc)) from None
 
 
 def load_config(path: str | None) -> dict[str, Any]:

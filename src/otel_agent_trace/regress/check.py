@@ -3,7 +3,9 @@
 Assertions (a case's `"assert"` in case.json, over the team file's `"assert"`):
 `no_failure` (default true: the analyzer finds no failure), `no_unhandled_tool_error`,
 `tool_never_empty_arguments: [tool, ...]`, `no_fabricated_value`, `final_answer_fields: [field, ...]`
-(the final answer is a JSON object with them), `max_steps: N`, `max_cost: C` (USD, with the team
+(the final answer is a JSON object with them), `expected_answer` (the final answer matches: an
+answer, or `{"answer": ..., "match": ..., "tolerance": ...}`, compared as `analyze --expected`
+does, by `otel_agent_trace/answers.py`), `max_steps: N`, `max_cost: C` (USD, with the team
 file's `prices`). Against new runs of the same task (same run name, else same input hash), a case
 also needs its old failure signature gone and no other failure mode. Tiers: `core` must pass
 100%, `regular` at least `regular_threshold` (team file, default 0.9), `explore` is reported only.
@@ -17,12 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.model import (
-    GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
     parse_json_or_text,
-    semconv_messages,
 )
 from otel_agent_trace.regress.cases import Case, RegressError, analyzed, failure_signature, input_hash, load_cases, replay_of, run_name
 
@@ -30,7 +30,7 @@ SUMMARY_FILE = ".regress-summary.json"
 DEFAULT_THRESHOLD = 0.9
 TOOL_ERRORS = ("tool_exception", "tool_error_result", "tool_empty_result", "tool_timeout")
 KNOWN = ("no_failure", "no_unhandled_tool_error", "tool_never_empty_arguments", "no_fabricated_value",
-         "final_answer_fields", "max_steps", "max_cost")
+         "final_answer_fields", "expected_answer", "max_steps", "max_cost")
 
 
 @dataclass
@@ -140,6 +140,8 @@ def _assertions(a: dict[str, Any], run: Any, report: dict[str, Any], metrics: An
         missing = [f for f in fields if not isinstance(parsed, dict) or f not in parsed]
         if missing:
             out.append(f"final answer lacks field(s) {', '.join(missing)}")
+    if a.get("expected_answer") is not None:
+        out += _expected_answer(a["expected_answer"], run)
     if a.get("max_steps") is not None and report["steps"] > int(a["max_steps"]):
         out.append(f"{report['steps']} steps, at most {a['max_steps']} allowed")
     if a.get("max_cost") is not None:
@@ -203,11 +205,23 @@ def _empty(arguments: Any) -> bool:
 
 
 def _final_answer(run: Any) -> str | None:
-    for chat in reversed(run.chats):
-        for message in semconv_messages(chat.attributes.get(GEN_AI_OUTPUT_MESSAGES)):
-            if message.content and not message.tool_calls:
-                return message.content
-    return None
+    from otel_agent_trace.analyzer.expected import final_answer
+
+    return final_answer(run)
+
+
+def _expected_answer(wanted: Any, run: Any) -> list[str]:
+    """`expected_answer`: the final answer compared as `analyze --expected` compares it."""
+    from otel_agent_trace import answers
+
+    spec = wanted if isinstance(wanted, dict) else {"answer": wanted}
+    how, tolerance = str(spec.get("match", "auto")), spec.get("tolerance")
+    try:
+        answers.check(spec.get("answer"), how, tolerance)
+    except ValueError as exc:
+        raise RegressError(f"expected_answer: {exc}") from None
+    verdict = answers.compare(spec["answer"], _final_answer(run), how, tolerance)
+    return [] if verdict.ok else [f"wrong answer: {verdict.evidence} ({verdict.how} match)"]
 
 
 @dataclass
