@@ -2,10 +2,12 @@
 real `openai` client (optional: extra `[judge]`), within the budget, answered from the cache
 when asked before, and never recorded by our own instrumentation or any other.
 
-Every request runs inside OpenTelemetry's instrumentation suppression (the context keys every
-instrumentation checks: ours in `recorder/calls.start`, the official openai and HTTP client
-instrumentations): analysing traces under `opentelemetry-instrument` does not add the judge's
-calls to the traces. The `Ledger` counts what was spent, and what came back unusable.
+Every request is kept out of every trace, so analysing traces under `opentelemetry-instrument`
+adds nothing to them: it is sent with the client's low-level `post` (instrumentations wrap
+`chat.completions.create`), inside OpenTelemetry's instrumentation suppression (the context keys
+our recorder (`Handler.chat`) and HTTP client instrumentations check), under an unsampled current
+span (an instrumentation that checks neither, such as openai-v2 2.4b0, then records nothing
+under the SDK's default parent-based sampler). The `Ledger` counts what was spent, and what came back unusable.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ class JudgeClient:
             import openai
         except ImportError:
             raise JudgeUnavailable("--judge needs the openai client: pip install 'otel-agent-trace[judge]'") from None
+        from openai.types.chat import ChatCompletion
+
         self._openai = openai
+        self._completion = ChatCompletion
         try:
             self._client = openai.OpenAI(base_url=settings.base_url, api_key=settings.api_key,
                                          timeout=settings.timeout, max_retries=1)
@@ -94,7 +99,9 @@ class JudgeClient:
         self.ledger.requests += 1
         try:
             with _suppressed():
-                response = self._client.chat.completions.create(**request)
+                # the client's documented low-level request: instrumentations wrap the resource
+                # methods (`chat.completions.create`), and some ignore the suppression key
+                response = self._client.post("/chat/completions", body=request, cast_to=self._completion)
         except self._openai.OpenAIError as exc:
             self.ledger.failed += 1
             self._failures_in_a_row += 1
@@ -154,12 +161,19 @@ def estimate_tokens(messages: list[dict[str, str]]) -> int:
 
 @contextmanager
 def _suppressed() -> Iterator[None]:
-    """OpenTelemetry's instrumentation suppression (and HTTP clients'), for one request."""
-    from opentelemetry import context
+    """One request out of every trace: OpenTelemetry's instrumentation suppression (and HTTP
+    clients'), and, for an instrumentation that ignores it, an unsampled current span (the SDK's
+    default sampler, parent-based, then samples none of its children)."""
+    from opentelemetry import context, trace
     from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY
     from opentelemetry.instrumentation.utils import suppress_instrumentation
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-    token = context.attach(context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True))
+    ids = RandomIdGenerator()
+    unsampled = trace.NonRecordingSpan(trace.SpanContext(ids.generate_trace_id(), ids.generate_span_id(),
+                                                         is_remote=False, trace_flags=trace.TraceFlags(0)))
+    quiet = context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, trace.set_span_in_context(unsampled))
+    token = context.attach(quiet)
     try:
         with suppress_instrumentation():
             yield

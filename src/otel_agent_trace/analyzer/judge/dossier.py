@@ -33,12 +33,17 @@ class StepText:
     start_ns: int
     tools: list[str] = field(default_factory=list)
 
-    def render(self) -> str:
+    def render(self, limit: int | None = None) -> str:
+        """The step as the judge reads it; `limit`: each field cut to that many characters (the
+        steps not asked about, when the whole log would not fit the prompt)."""
+        def cut(text: str) -> str:
+            return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
         lines = [f"## Step {self.position} ({self.agent or 'agent'}, span {self.name})"]
         if self.new_input:
-            lines.append(f"New input: {self.new_input}")
-        lines.append(f"Output: {self.output}")
-        lines.extend(f"Tool: {t}" for t in self.tools)
+            lines.append(f"New input: {cut(self.new_input)}")
+        lines.append(f"Output: {cut(self.output)}")
+        lines.extend(f"Tool: {cut(t)}" for t in self.tools)
         return "\n".join(lines)
 
 

@@ -53,32 +53,52 @@ class Question:
     messages: list[dict[str, str]]
 
 
-def _log(dossier: Dossier, upto: int | None = None) -> str:
+# the log's size in a question: past it, the steps not asked about are shortened (a long run must
+# still fit the judge's context window; the budget bounds what all questions cost together)
+LOG_CHARS = 48_000
+_SHORT_FIELD = 160  # characters of each field of a step not asked about, in a shortened log
+
+
+def _log(dossier: Dossier, asked: list[int], upto: int | None = None) -> str:
+    """The task, the failure and the steps (up to `upto`). Over `LOG_CHARS`, shortened until it
+    fits: the steps not in `asked` cut to `_SHORT_FIELD` characters a field, then to their
+    header line, then every step cut (and the log's end kept)."""
     steps = dossier.steps if upto is None else dossier.steps[: upto + 1]
-    head = f"# Task\n{dossier.task}\n\n# How the run failed\n{dossier.failure}\n\n# Steps"
-    return head + "\n\n" + "\n\n".join(s.render() for s in steps)
+    head = f"# Task\n{dossier.task}\n\n# How the run failed\n{dossier.failure}\n\n# Steps\n\n"
+    focus = set(asked)
+    levels = (lambda s: s.render(),
+              lambda s: s.render() if s.position in focus else s.render(_SHORT_FIELD),
+              lambda s: s.render() if s.position in focus else s.render(_SHORT_FIELD).split("\n", 1)[0],
+              lambda s: s.render(_SHORT_FIELD) if s.position in focus else s.render(_SHORT_FIELD).split("\n", 1)[0])
+    for render in levels:
+        text = head + "\n\n".join(render(s) for s in steps)
+        if len(text) <= LOG_CHARS:
+            return text
+    return head + "(earlier steps left out)\n\n" + text[len(head):][-(LOG_CHARS - len(head)):]
 
 
-def _question(kind: str, dossier: Dossier, ask: str, upto: int | None = None) -> Question:
-    user = f"{_log(dossier, upto)}\n\n# Question\n{ask}\nAnswer as JSON: {_SHAPE[kind]}"
+def _question(kind: str, dossier: Dossier, ask: str, asked: list[int], upto: int | None = None) -> Question:
+    user = f"{_log(dossier, asked, upto)}\n\n# Question\n{ask}\nAnswer as JSON: {_SHAPE[kind]}"
     return Question(kind, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}])
 
 
 def verdict(dossier: Dossier, steps: list[int]) -> Question:
     """All at once: which of `steps` holds the decisive mistake."""
     return _question(VERDICT, dossier, f"Which of the steps {_names(steps)} made the decisive mistake? "
-                                       f"Answer with one of these step numbers.")
+                                       f"Answer with one of these step numbers.", steps)
 
 
 def step(dossier: Dossier, position: int) -> Question:
     """Step by step: is step `position` the decisive mistake (shown the log up to it)."""
-    return _question(STEP, dossier, f"Did step {position} make the decisive mistake of this run?", upto=position)
+    return _question(STEP, dossier, f"Did step {position} make the decisive mistake of this run?", [position],
+                     upto=position)
 
 
 def half(dossier: Dossier, first: list[int], second: list[int]) -> Question:
     """Binary search: is the decisive mistake among `first` or `second` (the log up to the last of them)."""
     return _question(HALF, dossier, f"Is the decisive mistake in the first half, steps {_names(first)}, "
-                                    f"or in the second half, steps {_names(second)}?", upto=second[-1])
+                                    f"or in the second half, steps {_names(second)}?", first + second,
+                     upto=second[-1])
 
 
 def _names(steps: list[int]) -> str:
