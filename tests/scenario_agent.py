@@ -77,15 +77,16 @@ def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, 
     return path
 
 
-def analyze_json(path: Any) -> dict:
-    """The CLI's `analyze --format json` report of a trace file, as a user reads it."""
+def analyze_json(path: Any, *options: str) -> dict:
+    """The CLI's `analyze --format json` report of a trace file, as a user reads it (`options`:
+    more of the command's options, e.g. `--all-failed`)."""
     import tempfile
 
     from otel_agent_trace import cli
 
     with tempfile.TemporaryDirectory() as tmp:
         out = f"{tmp}/report.json"
-        code = cli.main(["analyze", str(path), "--format", "json", "--jobs", "1", "-o", out])
+        code = cli.main(["analyze", str(path), "--format", "json", "--jobs", "1", "-o", out, *options])
         assert code == 0, code
         with open(out, encoding="utf-8") as handle:
             return json.load(handle)

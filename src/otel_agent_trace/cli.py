@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument("--output", "-o", help="write the report here instead of stdout")
     analyze.add_argument("--rules", help="critical-failure rules (JSON, or YAML with PyYAML), added to the built-ins")
+    analyze.add_argument("--all-failed", action="store_true",
+                         help="every run in the input is known to have failed (an eval's or a benchmark's failures): "
+                              "each is reported failed, with the places most likely to hold its mistake")
     analyze.add_argument("--budget-usd", type=float, metavar="USD",
                          help="a run's cost budget: summary.metrics.reliability.cost_within_budget (needs prices)")
     analyze.add_argument("--color", choices=("auto", "always", "never"), default="auto",
@@ -40,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
     _input_options(show)
     show.add_argument("--rules", help="critical-failure rules file")
+    show.add_argument("--all-failed", action="store_true", help="every run in the input is known to have failed")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     from otel_agent_trace.minimizer.command import add_parser as add_minimize
 
@@ -147,15 +151,21 @@ def _color(args: argparse.Namespace) -> bool:
 
 def _rules(args: argparse.Namespace) -> tuple[list | None, dict] | None:
     """(rules or None for the built-ins, team config); None (after a message) when unusable."""
-    from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
+    from otel_agent_trace.analyzer.rules import BUILTIN_RULES, RulesError, load_config, load_rules
 
     if not getattr(args, "rules", None):
-        return None, {}
-    try:
-        return load_rules(args.rules), load_config(args.rules)
-    except RulesError as exc:
-        print(f"otel-agent-trace: {exc}", file=sys.stderr)
-        return None
+        rules, config = None, {}
+    else:
+        try:
+            rules, config = load_rules(args.rules), load_config(args.rules)
+        except RulesError as exc:
+            print(f"otel-agent-trace: {exc}", file=sys.stderr)
+            return None
+    if getattr(args, "all_failed", False):  # a verdict from outside: analyzer/verdicts.py
+        from otel_agent_trace.analyzer.verdicts import AllFailed
+
+        rules = [*(BUILTIN_RULES if rules is None else rules), AllFailed()]
+    return rules, config
 
 
 def _exit_code(analysis: Any) -> int:

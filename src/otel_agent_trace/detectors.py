@@ -275,8 +275,12 @@ def value_key(value: Any) -> str | None:
     if len(text) < 3:
         return None
     if _NUMBER.fullmatch(text) and _DIGIT.search(text):
-        number = float(text.replace(",", ""))
-        return f"n:{number:g}" if abs(number) >= 10 else None
+        try:
+            number = float(text.replace(",", ""))
+        except ValueError:  # an exponent without a mantissa (`E0000`): an id, below
+            pass
+        else:
+            return f"n:{number:g}" if abs(number) >= 10 else None
     if _DIGIT.search(text):  # an id (A1001, C-77) or a long code (2026-11-30); not a range like 3-5
         return f"s:{text}" if _ALPHA.search(text) or len(_DIGIT.findall(text)) >= 3 else None
     if len(text) >= 4 and _MARK.search(text) and _ALPHA.search(text) and not _SPACE.search(text):

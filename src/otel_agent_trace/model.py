@@ -110,6 +110,10 @@ class ErrorType(str, enum.Enum):
     TRUNCATED_OUTPUT = "truncated_output"
     # an exception left the agent's entrypoint / agent_run block
     RUN_EXCEPTION = "run_exception"
+    # analyzer only: a verdict from outside the run says it failed (analyzer/verdicts.py)
+    KNOWN_FAILED = "known_failed"  # `analyze --all-failed`
+    EVALUATION_FAILED = "evaluation_failed"  # a failing `gen_ai.evaluation.result`
+    WRONG_ANSWER = "wrong_answer"  # the final answer differs from the expected one (`analyze --expected`)
 
 
 class Relation(str, enum.Enum):

@@ -423,13 +423,17 @@ def trace_findings(spans: list[Span], reports: dict[str, Any], normalized: dict[
         roots = None  # (the run spans it marked: found again)
         if normalized is not None:
             normalized[convention] = normalized.get(convention, 0) + 1
+    grouped = trace_runs(spans[0].trace_id, by_id, children, roots)
+    sub_runs = runs.sub_runs(grouped)
+
     def located(run: Run, delegated: dict[str, Finding]) -> Finding:
-        finding = locate(run, rules, {sid: f.origin_error_type or "" for sid, f in delegated.items()})
+        finding = locate(run, rules, {sid: f.origin_error_type or "" for sid, f in delegated.items()},
+                         top_level=id(run) not in sub_runs)
         if finding.origin is None or finding.origin.span_id not in delegated:
             classify(finding)  # (one followed into a sub-agent takes the sub-agent's class)
         return finding
 
-    yield from delegation.located(trace_runs(spans[0].trace_id, by_id, children, roots), located)
+    yield from delegation.located(grouped, located)
 
 
 def iter_findings(paths: Iterable[str] = (), remotes: Iterable[Remote] = (), inputs: list[InputReport] | None = None,

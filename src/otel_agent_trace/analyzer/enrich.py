@@ -10,12 +10,17 @@ from otel_agent_trace.analyzer.analysis import Analysis
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import locate
 from otel_agent_trace.analyzer.rules import Rule
+from otel_agent_trace.analyzer.runs import sub_runs
 
 
 def apply_rules(analysis: Analysis, rules: list[Rule]) -> Analysis:
     findings = []
+    by_trace: dict[str, list] = {}
     for old in analysis.findings:
-        finding = locate(old.run, rules)
+        by_trace.setdefault(old.run.trace_id, []).append(old.run)
+    nested = set().union(*(sub_runs(group) for group in by_trace.values()))
+    for old in analysis.findings:
+        finding = locate(old.run, rules, top_level=id(old.run) not in nested)
         classify(finding)
         findings.append(finding)
     analysis.findings = findings

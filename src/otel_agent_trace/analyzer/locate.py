@@ -27,6 +27,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_agent_trace.analyzer import silent, verdicts
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
@@ -90,6 +91,8 @@ class Finding:
     answer_suspect: bool = False
     # the sub-agent the origin is in, when the failure was followed across agents (delegation.py)
     origin_agent: str | None = None
+    # a failed run without a proven origin: the places its text suggests, best first (silent.py)
+    silent: list[Any] = field(default_factory=list)
 
 
 def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
@@ -113,14 +116,18 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
     return fired[0].span, fired
 
 
-def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None) -> Finding:
+def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None,
+           top_level: bool = True) -> Finding:
     """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
-    carried an error (analyzer/delegation.py): origins of this run."""
+    carried an error (analyzer/delegation.py): origins of this run. `top_level`: the run is no
+    sub-agent's (what a verdict about the whole task applies to, analyzer/verdicts.py)."""
     rules = list(BUILTIN_RULES) if rules is None else rules
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
     life = compute(run, graph, delegated)
+    known = verdicts.apply(run, life, rules, top_level)  # (a failure known from outside: a critical span)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)
+    finding.evidence.extend(v.evidence for v in known)
     recovered = life.recovered
     if critical is not None and critical.span_id in recovered:
         # a rule calls failed attempts the run's failure although a later one succeeded
@@ -147,6 +154,9 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
     finding.critical_error_type = error_type_of(critical, life) or (
         "run_exception" if critical is run.root and critical.status_code == STATUS_ERROR else None)
     finding.description = _describe(critical, fired[0].rule)
+    verdict = next((v for v in known if (v.span_id or run.root.span_id) == critical.span_id), None)
+    if verdict is not None and isinstance(fired[0].rule, verdicts.VerdictSource):
+        finding.critical_error_type, finding.description = verdict.error_type, verdict.evidence
     if not any(f.rule.trace_back for f in fired if f.span is critical):
         finding.evidence.append(f"rule {fired[0].rule.rule_id} fired without traceBack: origin not searched")
         return finding
@@ -156,7 +166,8 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
         suspects = [critical.span_id]
     roots = [s for s in suspects if not (_upstream(graph, life, s, live_ids) & (set(suspects) - {s}))]
     if not roots:
-        _suspect_final_step(finding, run, graph, life, critical)
+        if not _suspect_silent(finding, run, life, critical):
+            _suspect_final_step(finding, run, graph, life, critical)
         return finding
     cands = []
     for sid in roots:
@@ -236,6 +247,41 @@ def acting_steps(run: Run) -> list[Span]:
     root = run.root.span_id
     nested = [s for s in run.steps if s.parent_id and s.parent_id != root]
     return nested if nested else list(run.steps)
+
+
+def _suspect_silent(finding: Finding, run: Run, life: Lifecycle, critical: Span) -> bool:
+    """A failed run with no proven origin: the places `silent.suspicions` reads in its text, as
+    suspected origins (flag `suspicion`, listed in `errors[]`), the first one the run's origin.
+    False when the text names none."""
+    found = silent.suspicions(run)
+    if not found:
+        return False
+    total = sum(s.score for s in found)
+    cands = []
+    for s in found:
+        state = life.state(s.span.span_id)
+        if state.phase is None:
+            state.phase = Phase.ORIGIN.value
+        state.error_type = state.error_type or s.signal
+        state.derived = True
+        state.reason = s.reason
+        state.flags |= {SUSPICION, *s.signals}
+        life.origins.add(s.span.span_id)
+        hops = [Hop(s.span, run.step_index_of(s.span), Phase.ORIGIN.value, state.error_type, RESULT_OF),
+                Hop(critical, run.step_index_of(critical), Phase.CRITICAL.value, finding.critical_error_type, None)]
+        cands.append(Candidate(s.span, state.error_type, s.score, confidence=round(s.score / total * s.score, 3),
+                               derived=True, chain=hops, suspect=True))
+    listed = {e.span_id: e for e in finding.errors} | {c.span.span_id: c.span for c in cands}
+    finding.errors = sorted(listed.values(), key=lambda x: (x.start_ns, x.span_id))
+    finding.candidates = cands
+    finding.chains = [c.chain for c in cands]
+    top = cands[0]
+    finding.origin, finding.origin_error_type, finding.chain = top.span, top.error_type, top.chain
+    finding.confidence = top.confidence
+    finding.silent = found
+    finding.evidence.append(f"no proven error before the failure: the places below are suspicions read from the "
+                            f"run's text, best first; {found[0].reason}")
+    return True
 
 
 def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycle, critical: Span) -> None:

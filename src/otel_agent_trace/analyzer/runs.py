@@ -72,6 +72,17 @@ class Run:
     def agent(self) -> str | None:
         return self.root.attr(GEN_AI_AGENT_NAME)
 
+    def agent_of(self, span: Span) -> str | None:
+        """The agent that acted at a span: its own `gen_ai.agent.name`, else its nearest
+        ancestor's in the run (a group chat's turns each name their speaker), else the run's."""
+        node: Span | None = span
+        while node is not None:
+            name = node.attributes.get(GEN_AI_AGENT_NAME)
+            if name:
+                return str(name)
+            node = self.spans.get(node.parent_id or "")
+        return self.agent
+
     def step_index_of(self, span: Span) -> int | None:
         """The step a span belongs to: its own index, or its nearest step ancestor's."""
         node: Span | None = span
@@ -318,3 +329,12 @@ def _drop_restated_tools(run: Run) -> None:
 # a chat span carrying this key, `ERROR_TYPE` or `LIFECYCLE_PHASE` is ours (`_drop_duplicate_chats`)
 _MESSAGE_HASH = "agent_trace.output.message_hash"
 _START = attrgetter("start_ns")
+
+
+def sub_runs(grouped: list[Run]) -> set[int]:
+    """The `id()`s of the runs nested in another run of the trace (sub-agents'): the rest are
+    top-level runs, the task as a user started it."""
+    if len(grouped) < 2:
+        return set()
+    owner = {sid: id(run) for run in grouped for sid in run.spans}
+    return {id(run) for run in grouped if owner.get(run.root.parent_id or "", id(run)) != id(run)}

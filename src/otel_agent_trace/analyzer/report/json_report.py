@@ -88,7 +88,7 @@ def run_entry(f: Finding, cost_usd: float | None = _UNKNOWN) -> dict[str, Any]:
             "tool": tool_name(f.origin),
             "error_type": f.origin_error_type,
             "span_name": f.origin.name,
-            "agent": f.origin_agent or run.agent,
+            "agent": f.origin_agent or run.agent_of(f.origin),
         },
         "chain": _hops(f.chain) if f.chain else [],  # (a run without an error: empty lists without a call)
         "bug_class": f.bug_class,
@@ -133,7 +133,8 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
     error_type = st.error_type if st else None
     reader = f.readers.get(span.span_id)
     bug_class = BUG_CLASS_OF_ERROR.get(error_type or "")
-    return {**_ref(f.run, span), "error_type": error_type, "derived": bool(st and st.derived),
+    return {**_ref(f.run, span), "agent": f.run.agent_of(span), "error_type": error_type,
+            "derived": bool(st and st.derived),
             "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags),
             "bug_class": bug_class, "start_time_unix_nano": span.start_ns,
             "decision_span_id": _decision(f.run, span).span_id,
@@ -143,7 +144,7 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
 
 
 # What each occurrence of a folded `errors[]` entry keeps of its own (docs/analyzer.md, "Folding").
-OCCURRENCE_KEYS = ("span_id", "step_index", "start_time_unix_nano", "decision_span_id", "read_by_span_id",
+OCCURRENCE_KEYS = ("span_id", "step_index", "agent", "start_time_unix_nano", "decision_span_id", "read_by_span_id",
                    "located_at", "reason")
 
 

@@ -1,0 +1,428 @@
+"""Where a failed run most likely went wrong when nothing in it raised (issue 27 §2, no LLM).
+
+A run known to have failed (a verdict, `analyzer/verdicts.py`, or a rule) with no proven origin
+still has a story in its text. This module reads the run as a sequence of *turns* (`turns`): what
+each step's model said, and what each tool or code execution returned (an *observation*, charged
+to the turn that issued the call), and ranks the few turns most likely to hold the decisive
+mistake, each with a reason a person checks in seconds:
+
+* `answer_provenance`: the first turn whose output introduced the final answer's distinctive
+  values (numbers, names, quoted strings that are not in the task); when the value came from an
+  observation, the turn that issued the call;
+* `made_up_value`: the first turn stating a value that no earlier input contained (the task, the
+  instructions, an earlier turn or result; `detectors.fabricated_values`, code left aside);
+* `error_in_text`: the first tool or code error stated only in text (a result or an execution
+  output that reports a failure; nothing raised), charged to the turn that made the call;
+* `contradicted_result`: a turn that reads a failed or empty result and reports success.
+
+`suspicions(run)` returns them ranked (`Suspicion`); `locate` records them as suspicions (flag
+`suspicion`) when a failed run has no proven origin. The figures that ranked them are in
+docs/analyzer.md ("Localising without an error"), measured on Who&When; what holds on other
+logs is said there too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from otel_agent_trace import detectors
+from otel_agent_trace.analyzer.lifecycle import FINAL_ANSWER_TOOL
+from otel_agent_trace.analyzer.normalize.conventions import facts_of
+from otel_agent_trace.analyzer.runs import Run
+from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.detectors import classify_result
+from otel_agent_trace.model import (GEN_AI_OUTPUT_MESSAGES, GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT,
+                                    GEN_AI_TOOL_NAME, ErrorType, Outcome, semconv_messages)
+
+# the signals, each the error type of the `errors[]` entry it makes (analyzer only, never recorded;
+# a made-up value is the recorder's `fabricated_value`, found anywhere in the run, not only in the answer)
+ANSWER_PROVENANCE = "answer_provenance"
+MADE_UP_VALUE = ErrorType.FABRICATED_VALUE.value
+ERROR_IN_TEXT = "error_in_text"
+CONTRADICTED_RESULT = "contradicted_result"
+ASSUMED_FACT = "assumed_fact"
+MAX_SUSPICIONS = 3
+# how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
+_PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
+
+_INPUT_KEYS = ("input.value", "gen_ai.input.messages", "gen_ai.system_instructions")
+# a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
+_END_WORDS = re.compile(r"\b(?:TERMINATE|FINAL ANSWER:?|DONE)\b")
+# code execution output as multi-agent frameworks write it into the conversation (AG2's executor)
+_EXECUTION = re.compile(r"^\s*exitcode:\s*(-?\d+)", re.IGNORECASE)
+_EXECUTOR_NAME = re.compile(r"(?i)(?:terminal|executor|code_?exec|interpreter|sandbox)")
+_NO_CODE = re.compile(r"^\s*There is no code from the last", re.IGNORECASE)
+_ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b:|"
+                         r"\bexecution failed\b|\btimed? ?out\b|No such file or directory|\bnot found\b|"
+                         r"\b40[134]\b.{0,20}\b(?:Client Error|Forbidden|Not Found|Unauthorized)")
+# a turn saying it goes on from what it supposes, not from what it obtained
+_ASSUMING = re.compile(r"(?i)\b(?:hypothetical(?:ly)?|simulat(?:e|ed|ing)|assum(?:e|ed|ing)|mock(?:ed|up)?|placeholder|"
+                       r"dummy|sample data|example data|for (?:demonstration|illustration)(?: purposes)?|made[- ]up)\b")
+_FILE_NAME = re.compile(r"\.[A-Za-z]{2,4}$")
+_CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_SUCCESS_CLAIM = re.compile(r"(?i)\b(?:successfully|succeeded|has been (?:confirmed|verified)|is correct|"
+                            r"confirm(?:s|ed)? (?:that|the)|verified)\b")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w])")
+# what an answer marks as its answer: **bold**, \\boxed{...}, "quoted", and `answer is X`
+_MARKED_ANSWER = re.compile(r"\*\*([^*\n]{1,80})\*\*|\\boxed\{([^}]{1,80})\}|[\"“]([^\"”\n]{2,60})[\"”]|"
+                            r"(?i:answer(?: is|:)\s*)([^\n.,;]{1,60})")
+_NAME = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z0-9](?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)\b")
+_STOP = frozenset("""the a an this that these those it its is are was were be been i we you he she they
+final answer result results therefore thus so here based task terminate note yes no step code output
+python verification verified data information conclusion summary plan""".split())
+
+
+@dataclass
+class Turn:
+    """One turn of a run's conversation: a step's model output, or an observation (a tool's
+    result, a code execution's output) charged to the turn that issued it (`caller`)."""
+
+    span: Span
+    agent: str | None
+    text: str
+    observation: bool = False
+    caller: "Turn | None" = None
+    index: int = 0
+
+    @property
+    def blamed(self) -> "Turn":
+        """The decision a suspicion at this turn is charged to."""
+        return self.caller if self.observation and self.caller is not None else self
+
+
+@dataclass
+class Suspicion:
+    span: Span  # where the mistake is placed (a decision)
+    agent: str | None
+    signal: str  # one of the signal names above
+    reason: str
+    score: float
+    bug_class: str | None = None
+    seen_at: Span | None = None  # the observation the evidence is in, when not the decision itself
+    signals: list[str] = field(default_factory=list)
+
+
+def turns(run: Run) -> list[Turn]:
+    """The run's turns in time order: each step with its output text, each tool with its result
+    (charged to the step that issued it), each execution output a multi-agent framework wrote as a
+    turn (charged to the turn before it)."""
+    out: list[Turn] = []
+    step_ids = run.step_ids
+    items = sorted([*run.steps, *run.tools], key=lambda s: (s.start_ns, s.span_id))
+    last_decision: Turn | None = None
+    last_code: Turn | None = None
+    by_span: dict[str, Turn] = {}
+    for span in items:
+        if span.span_id in step_ids:
+            text = _output_text(run, span)
+            agent = run.agent_of(span)
+            observation = _is_execution(agent, text)
+            # an execution ran the code the latest turn with code wrote (else the turn before it)
+            turn = Turn(span, agent, text, observation, (last_code or last_decision) if observation else None,
+                        len(out))
+            if not observation:
+                last_decision = turn
+                if "```" in text:
+                    last_code = turn
+        else:
+            parent = by_span.get(span.parent_id or "")
+            caller = parent if parent is not None and not parent.observation else last_decision
+            if FINAL_ANSWER_TOOL.match(str(span.attributes.get(GEN_AI_TOOL_NAME) or
+                                           span.name.removeprefix("execute_tool "))):  # the answer, as the deciding turn gave it: its words
+                arguments = span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+                turn = Turn(span, caller.agent if caller else run.agent_of(span), str(arguments or ""), False,
+                            None, len(out))
+            else:
+                result = span.attributes.get(GEN_AI_TOOL_CALL_RESULT)
+                turn = Turn(span, run.agent_of(span), result if isinstance(result, str) else "" if result is None
+                            else str(result), True, caller, len(out))
+        by_span[span.span_id] = turn
+        out.append(turn)
+    return out
+
+
+def _output_text(run: Run, step: Span) -> str:
+    """What a step's model said: its own output messages, else those of the model calls under it
+    (in any convention normalization reads, `facts_of`)."""
+    spans = [step] + [c for c in run.chats if c.parent_id == step.span_id]
+    for span in spans:
+        raw = span.attributes.get(GEN_AI_OUTPUT_MESSAGES)
+        if raw is not None:
+            text = "\n".join(m.content for m in semconv_messages(raw) if m.content)
+            if text:
+                return text
+        facts = facts_of(span)
+        if facts is not None and facts.output_text:
+            return facts.output_text
+    return ""
+
+
+def _is_execution(agent: str | None, text: str) -> bool:
+    return bool(_EXECUTION.match(text) or _NO_CODE.match(text) or (agent and _EXECUTOR_NAME.search(agent)))
+
+
+def task_text(run: Run) -> str:
+    """What the run was given: the run span's input, and the user, system and developer messages
+    the first step saw (its input messages, or the recorder's new messages)."""
+    parts: list[str] = []
+    for span in (run.root, *run.steps[:1], *[c for c in run.chats[:1]]):
+        for key in _INPUT_KEYS:
+            value = span.attributes.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        new = span.attributes.get("agent_trace.context.new_messages")
+        if isinstance(new, str):
+            parts.append(new)
+    return "\n".join(parts)
+
+
+# --- values ------------------------------------------------------------------------------------
+def _number_key(token: str) -> str | None:
+    text = token.strip().lstrip("+$").rstrip("%").replace(",", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return f"n:{value:g}"
+
+
+def answer_values(text: str, task: str, agents: frozenset[str] = frozenset()) -> dict[str, tuple[str, int]]:
+    """The distinctive values of a final answer (key -> (as written, strength)) that the task
+    does not already contain: what the answer marks as its answer (bold, boxed, quoted) first
+    (strength 3), then numbers (2), then names (1): a capitalised run of words that does not start
+    a sentence, or a code in capitals; agents' names are not values."""
+    task_lower = task.lower()
+    task_numbers = {_number_key(m.group()) for m in _NUMBER.finditer(task)}
+    out: dict[str, tuple[str, int]] = {}
+
+    def add(value: str, strength: int) -> None:
+        value = value.replace("*", "").strip(" .,:;!?()[]{}'\"")
+        number = _NUMBER.fullmatch(value)
+        if number:
+            key = _number_key(value)
+            if key and key not in task_numbers:
+                # a small whole number (a count, a list's item) appears anywhere by chance: weaker
+                small = abs(float(key[2:])) < 10 and float(key[2:]).is_integer()
+                _keep(out, key, value, strength - 1 if small else strength)
+            return
+        low = value.lower()
+        if len(value) < 2 or low in _STOP or low in task_lower or "_" in value or low in agents:
+            return
+        if not any(c.isalpha() for c in value):
+            return
+        _keep(out, f"s:{low}", value, strength)
+
+    for m in _MARKED_ANSWER.finditer(text):
+        if text[m.end():m.end() + 1] == ":" or text[m.end() - 3:m.end()] in (":**", "?**"):
+            continue  # a heading (`**Verification**:`) or a question, not an answer
+        inner = next(g for g in m.groups() if g is not None).replace("*", "")
+        numbers = list(_NUMBER.finditer(inner))
+        if numbers:
+            for n in numbers:
+                add(n.group(), 3)
+        elif len(inner) <= 60:
+            add(inner, 3)
+    for m in _NUMBER.finditer(text):
+        if not _is_list_marker(text, m):
+            add(m.group(), 2)
+    for m in _NAME.finditer(text):
+        value = m.group()
+        start = m.start()
+        sentence_start = start == 0 or text[:start].rstrip(" *#>-")[-1:] in ("", ".", "!", "?", ":", "\n")
+        if (sentence_start and " " not in value and not value.isupper()) or (value.isupper() and len(value) < 3):
+            continue
+        add(value, 1)
+    return out
+
+
+def _keep(out: dict[str, tuple[str, int]], key: str, value: str, strength: int) -> None:
+    if key not in out or out[key][1] < strength:
+        out[key] = (value, strength)
+
+
+def _is_list_marker(text: str, match: re.Match) -> bool:
+    """`1.` or `2)` starting a line: a list's numbering, not a value."""
+    start = match.start()
+    before = text[text.rfind("\n", 0, start) + 1:start]
+    return not before.strip() and text[match.end():match.end() + 1] in (".", ")")
+
+
+def contains(text: str, key: str, cache: dict[str, set[str]]) -> bool:
+    """Whether a turn's text holds a value (numbers compared as numbers, names case-blind)."""
+    if key.startswith("n:"):
+        numbers = cache.get(text)
+        if numbers is None:
+            numbers = cache[text] = {k for k in (_number_key(m.group()) for m in _NUMBER.finditer(text)) if k}
+        return key in numbers
+    return key[2:] in text.lower()
+
+
+# --- signals -----------------------------------------------------------------------------------
+def final_answer(sequence: list[Turn]) -> Turn | None:
+    """The last turn of the model (not an observation) that says more than an end word."""
+    for turn in reversed(sequence):
+        if not turn.observation and _END_WORDS.sub("", turn.text).strip(" \n.*"):
+            return turn
+    return None
+
+
+def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
+    agents = frozenset(t.agent.lower() for t in sequence if t.agent)
+    answer, values = None, {}
+    for turn in reversed(sequence):  # the last turn of the model that states a value
+        if not turn.observation and _END_WORDS.sub("", turn.text).strip(" \n.*"):
+            values = answer_values(_CODE_BLOCK.sub(" ", turn.text), task, agents)
+            if values:
+                answer = turn
+                break
+    if answer is None:
+        return []
+    cache: dict[str, set[str]] = {}
+    first: dict[str, Turn] = {}
+    for key in values:
+        for turn in sequence[:answer.index + 1]:
+            if contains(turn.text, key, cache):
+                first[key] = turn
+                break
+    if not first:
+        return []
+    strongest = max(values[k][1] for k in first)
+    # of the answer's strongest values, the one introduced last is what the answer rests on:
+    # earlier ones are the material every turn restates
+    key, turn = max(((k, t) for k, t in first.items() if values[k][1] == strongest), key=lambda kv: kv[1].index)
+    blamed = turn.blamed
+    source = f"the result of {turn.span.name} (called at {blamed.span.name})" if turn.observation else turn.span.name
+    return [Suspicion(blamed.span, blamed.agent, ANSWER_PROVENANCE,
+                      f"the final answer's value {values[key][0]!r} first appears in {source}",
+                      _PROVENANCE_SCORE[strongest],
+                      seen_at=turn.span if turn is not blamed else None)]
+
+
+def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
+    known = set(detectors.distinctive_values(task))
+    question = " ".join(task.split())[:200]
+    for turn in sequence:
+        if not turn.observation and not (question and question in " ".join(turn.text.split())):
+            # (a turn that restates the task hands it on: what it adds is the task's, not a claim)
+            stated = _CODE_BLOCK.sub(" ", turn.text)
+            values = [v for v in detectors.fabricated_values(stated, known) if _stated_value(v)] if stated.strip() else []
+            if values:
+                return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
+                                  f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "
+                                  "instruction or result contained", 0.45, bug_class="model_decision")]
+        known |= detectors.distinctive_values(turn.text)
+        arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+        if isinstance(arguments, str):
+            known |= detectors.distinctive_values(arguments)
+    return []
+
+
+def _stated_value(value: str) -> bool:
+    """A value a turn can have made up: a number or an id with digits; not a path, an address or a
+    file name (those a turn names, they are not facts it states)."""
+    return any(c.isdigit() for c in value) and "/" not in value and not _FILE_NAME.search(value)
+
+
+def _failed_observation(turn: Turn) -> str | None:
+    """Why an observation reports a failure in its text, else None."""
+    text = turn.text
+    execution = _EXECUTION.match(text)
+    if execution:
+        return f"exit code {execution.group(1)}" if execution.group(1) != "0" else (
+            "its output reports an error" if _ERROR_TEXT.search(text) else None)
+    if _NO_CODE.match(text):
+        return None
+    if turn.span.attributes.get(GEN_AI_TOOL_CALL_RESULT) is not None:
+        kind = classify_result(text)
+        if kind == Outcome.ERROR_RESULT:
+            return "it returned an error"
+        return None
+    return "its output reports an error" if _ERROR_TEXT.search(text[:4000]) else None
+
+
+def error_in_text(sequence: list[Turn]) -> list[Suspicion]:
+    """The first failure stated only in text that nothing later recovered (no later observation
+    succeeded); else the first failure. Charged to the turn that made the call."""
+    failures = [(t, why) for t in sequence if t.observation and t.caller is not None
+                for why in [_failed_observation(t)] if why]
+    if not failures:
+        return []
+    chosen = failures[0]
+    for turn, why in failures:
+        if not any(later.observation and later.caller is not None and _succeeded(later)
+                   for later in sequence[turn.index + 1:]):
+            chosen = (turn, why)
+            break
+    turn, why = chosen
+    head = " ".join(turn.text.split())[:120]
+    return [Suspicion(turn.caller.span, turn.caller.agent, ERROR_IN_TEXT,
+                      f"{turn.span.name} failed ({why}: {head!r}); the call was made at "
+                      f"{turn.caller.span.name}", 1.0, seen_at=turn.span)]
+
+
+def _succeeded(turn: Turn) -> bool:
+    """An observation that reports a result: no failure, and not empty."""
+    text = turn.text.strip()
+    if _NO_CODE.match(text) or _failed_observation(turn):
+        return False
+    execution = _EXECUTION.match(text)
+    body = text[execution.end():] if execution else text
+    body = re.sub(r"^[^\n]*\n?\s*Code output:", "", body).strip() if execution else body
+    return body not in ("", "[]", "{}", "null", "None")
+
+
+def contradicted_result(sequence: list[Turn]) -> list[Suspicion]:
+    for i, turn in enumerate(sequence):
+        if not turn.observation or turn.caller is None:
+            continue
+        failed = _failed_observation(turn) or (
+            "it returned nothing" if turn.text.strip() in ("", "[]", "{}", "null", "None") else None)
+        if not failed:
+            continue
+        reader = next((t for t in sequence[i + 1:] if not t.observation), None)
+        if reader is not None and _SUCCESS_CLAIM.search(_CODE_BLOCK.sub(" ", reader.text)):
+            return [Suspicion(reader.span, reader.agent, CONTRADICTED_RESULT,
+                              f"{reader.span.name} reports success, but the result it read ({turn.span.name}) "
+                              f"failed ({failed})", 0.3, bug_class="model_decision", seen_at=turn.span)]
+    return []
+
+
+def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
+    """The first turn (after the one that opened the run) that says it proceeds on an assumption,
+    a simulation or placeholder data instead of what it should have obtained."""
+    for turn in sequence[1:]:
+        if turn.observation:
+            continue
+        m = _ASSUMING.search(_CODE_BLOCK.sub(" ", turn.text))
+        if m and m.group().lower() not in task.lower():
+            text = turn.text
+            quote = " ".join(text[max(0, m.start() - 60):m.end() + 60].split())
+            return [Suspicion(turn.span, turn.agent, ASSUMED_FACT,
+                              f"{turn.span.name} goes on from what it supposes, not what it obtained: ...{quote}...",
+                              1.1, bug_class="model_decision")]
+    return []
+
+
+def suspicions(run: Run) -> list[Suspicion]:
+    """The places most likely to hold a failed run's decisive mistake, best first (at most
+    `MAX_SUSPICIONS`, one per place: a place several signals name gathers their reasons)."""
+    sequence = turns(run)
+    if not sequence:
+        return []
+    task = task_text(run)
+    found = [*assumed_fact(sequence, task), *answer_provenance(sequence, task), *error_in_text(sequence),
+             *contradicted_result(sequence), *made_up_value(sequence, task)]
+    merged: dict[str, Suspicion] = {}
+    for s in found:
+        have = merged.get(s.span.span_id)
+        if have is None:
+            s.signals = [s.signal]
+            merged[s.span.span_id] = s
+        else:
+            have.signals.append(s.signal)
+            have.reason += "; " + s.reason
+            have.score = max(have.score, s.score) + 0.05
+            have.bug_class = have.bug_class or s.bug_class
+    ranked = sorted(merged.values(), key=lambda s: (-s.score, s.span.start_ns, s.span.span_id))
+    return ranked[:MAX_SUSPICIONS]
