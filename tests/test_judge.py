@@ -3,8 +3,9 @@ the real `openai` client over real HTTP, traces recorded by the real recorder an
 
 The runs: an agent asked for the price of 3 widgets looks up the unit price (step 0), converts the
 *unit* price instead of the total (step 1: the decisive mistake, which no structure proves), and
-answers (step 2); the final answer fails validation. The analyzer names no origin; the judge,
-which knows the mistake, must put step 1 first in the report, by each strategy.
+answers with a number it made up (step 2); the final answer fails validation. The analyzer names
+no proven origin, only a suspicion where the made-up value appears (step 2); the judge, which
+knows the mistake, must put step 1 first in the report, by each strategy.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ MISTAKE = 1  # the step that converted the unit price
 TASKS = {
     "What is the total price of 3 widgets in EUR?": (
         [call("lookup_price", item="widget"), call("convert", amount=4, currency="EUR"),
-         {"content": "The total is 3.7 EUR."}], "expected 11.1 EUR"),
+         {"content": "The total is 15 EUR."}], "expected 11.1 EUR"),
     "What is the total price of 2 gadgets in EUR?": (
         [call("lookup_price", item="gadget"), call("convert", amount=5, currency="EUR"),
-         {"content": "The total is 4.6 EUR."}], "expected 9.2 EUR"),
+         {"content": "The total is 12 EUR."}], "expected 9.25 EUR"),
 }
 TOOLS = {"lookup_price": lambda item: {"item": item, "price_usd": 4.0 if item == "widget" else 5.0},
          "convert": lambda amount, currency: {"amount": round(amount * 0.925, 2), "currency": currency}}
@@ -94,12 +95,14 @@ def _judge_args(server: ScriptedJudgeServer, tmp_path: Path, *extra: str) -> lis
             "--judge-cache", str(tmp_path / "cache"), *extra]
 
 
-def test_the_structure_alone_names_no_origin(one_run, tmp_path):
-    """The premise: a failed run, no origin, no error entry (what the judge is for)."""
+def test_the_structure_alone_names_only_a_suspicion(one_run, tmp_path):
+    """The premise: a failed run whose only named place is a suspicion at the answer (step 2),
+    not the decisive step (what the judge is for)."""
     code, report = _analyze(one_run, tmp_path)
     [run] = report["runs"]
     assert code == 0 and run["status"] == "failed"
-    assert run["origin"] is None and run["errors"] == []
+    assert [(e["step_index"], e["suspicion"]) for e in run["errors"]] == [(2, True)]
+    assert run["origin"]["step_index"] == 2
     assert "judge" not in report and "judge" not in run
 
 
@@ -137,6 +140,36 @@ def test_each_strategy_puts_the_judged_step_first(one_run, tmp_path, strategy, a
     assert "## Step 1 (shop" in question
     assert 'New input: tool: {"item": "widget", "price_usd": 4.0}' in question
     assert 'Tool: convert({"amount": 4, "currency": "EUR"}) -> {"amount": 3.7, "currency": "EUR"}' in question
+
+
+def test_a_verdict_on_a_named_place_moves_its_entry_first(one_run, tmp_path):
+    """`--judge-top 1`: only the report's first place is asked about; the judge confirms it, and
+    the report's own entry (its error type, its reason) carries the verdict."""
+    judge = ScriptedJudge(MISTAKE)
+    with ScriptedJudgeServer(judge) as server:
+        _, report = _analyze(one_run, tmp_path, *_judge_args(server, tmp_path, "--judge-top", "1"))
+    assert judge.asked == [("verdict", [2])]
+    [run] = report["runs"]
+    [entry] = run["errors"]
+    assert entry["step_index"] == 2 and entry["error_type"] != "judged_mistake"
+    assert entry["judge"]["step_index"] == 2 and run["origin"]["step_index"] == 2
+
+
+def test_runs_with_a_proven_origin_are_not_judged(demo, tmp_path):
+    """The demo's failed runs have proven origins (an empty lookup, a loop): nothing is asked."""
+    with ScriptedJudgeServer(ScriptedJudge(0)) as server:
+        code, report = _analyze(demo, tmp_path, *_judge_args(server, tmp_path))
+        assert server.connections == 0
+    assert code == 0 and sum(r["status"] == "failed" for r in report["runs"]) == 2
+    assert all("judge" not in r for r in report["runs"])
+    assert report["judge"]["runs_judged"] == 0 and report["judge"]["requests"] == 0
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, demo_server) -> Path:
+    from demo_traces import record_demo_tickets
+
+    return record_demo_tickets(tmp_path_factory.mktemp("demo") / "traces.jsonl", demo_server.base_url)
 
 
 def test_a_rerun_is_answered_from_the_cache(one_run, tmp_path):
@@ -194,7 +227,7 @@ def test_the_call_budget_stops_the_judge(two_runs, tmp_path):
         assert len(server.requests) == 1
     first, second = report["runs"]
     assert first["origin"]["judged"] is True
-    assert second["origin"] is None and second["judge"] == {"verdict": None, "why": "budget spent"}
+    assert "judged" not in second["origin"] and second["judge"] == {"verdict": None, "why": "budget spent"}
     assert report["judge"]["runs_judged"] == 1 and report["judge"]["runs_skipped"] == 1
 
 
@@ -207,7 +240,7 @@ def test_the_token_budget_stops_a_search_midway(one_run, tmp_path):
     summary = report["judge"]
     assert summary["requests"] == 1 and summary["over_budget"] == 1 and summary["verdicts"] == 0
     assert summary["prompt_tokens"] + summary["completion_tokens"] <= 1400
-    assert report["runs"][0]["origin"] is None and report["runs"][0]["judge"]["why"] == "budget spent"
+    assert "judged" not in report["runs"][0]["origin"] and report["runs"][0]["judge"]["why"] == "budget spent"
 
 
 def test_cost_from_the_rules_price_table_and_the_cost_line(one_run, tmp_path, capsys):
@@ -368,3 +401,54 @@ def test_our_recorder_honours_opentelemetry_suppression(instrument):
         assert traced.spans == []
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "b"}])
     assert [s.name for s in traced.spans if s.name.startswith("chat")] == ["chat m"]
+
+
+def _group_chat(path: Path) -> Path:
+    """A multi-agent group chat in the shape of Who&When's logs (OpenTelemetry GenAI chat spans,
+    one per turn, each naming its agent; nothing raises): the verifier accepts a made-up count."""
+    sys.path.insert(0, str(Path(__file__).parent / "analyzer_outputs"))
+    from trace_builder import TraceBuilder, write
+
+    turns = [("Planner", "Plan: 1) load the athletes table 2) find the smallest team 3) verify."),
+             ("Coder", "```python\nimport pandas as pd\nprint(pd.read_csv('athletes.csv').groupby('team').size())\n```"),
+             ("Computer_terminal", "exitcode: 1 (execution failed)\nFileNotFoundError: athletes.csv"),
+             ("Verifier", "The table shows CUB had the fewest athletes (1). Verified."),
+             ("Planner", "FINAL ANSWER: CUB")]
+    b = TraceBuilder()
+    root = b.span("invoke_agent CaptainAgent", gen_ai__operation__name="invoke_agent",
+                  gen_ai__agent__name="CaptainAgent", input__value="Which country had the fewest athletes in 1928?")
+    for agent, text in turns:
+        b.span(f"chat {agent}", root, gen_ai__operation__name="chat", gen_ai__agent__name=agent,
+               gen_ai__output__messages=json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]))
+    return write(path, b)
+
+
+def test_a_multi_agent_log_is_judged_with_its_agents(tmp_path):
+    """`--all-failed` on a group chat: the judged place names its own agent, and the question
+    shows each turn's agent."""
+    trace = _group_chat(tmp_path / "chat.jsonl")
+    judge = ScriptedJudge(3, agent="Verifier", category="Language-only", reason="claims a count no output showed")
+    with ScriptedJudgeServer(judge) as server:
+        code, report = _analyze(trace, tmp_path, "--all-failed", *_judge_args(server, tmp_path, "--judge-top", "0"))
+        question = server.requests[0]["messages"][-1]["content"]
+    assert code == 0
+    [run] = report["runs"]
+    assert run["origin"]["judged"] is True and run["origin"]["agent"] == "Verifier"
+    assert run["errors"][0]["judge"]["agent"] == "Verifier" and run["errors"][0]["judge"]["category"] == "Language-only"
+    assert run["errors"][0]["span_name"] == "chat Verifier" and run["errors"][0]["agent"] == "Verifier"
+    assert run["errors"][0]["occurrences"][0]["agent"] == "Verifier"
+    assert judge.asked == [("verdict", [0, 1, 2, 3, 4])]
+    for agent in ("Planner", "Coder", "Computer_terminal", "Verifier"):
+        assert f"({agent}, span chat {agent})" in question
+    assert "Which country had the fewest athletes in 1928?" in question
+
+
+def test_json_mode_for_endpoints_without_structured_outputs(one_run, tmp_path):
+    """`--judge-response-format json_object`; an answer in a fenced block is read too."""
+    fenced = "```json\n" + json.dumps({"step": 1, "agent": "shop", "category": "Tool-related", "reason": "r"}) + "\n```"
+    with ScriptedJudgeServer(ScriptedJudge(MISTAKE, faults=[{"content": fenced}])) as server:
+        _, report = _analyze(one_run, tmp_path, *_judge_args(server, tmp_path, "--judge-response-format",
+                                                                "json_object"))
+        assert server.requests[0]["response_format"] == {"type": "json_object"}
+    assert report["runs"][0]["origin"]["step_index"] == 1
+    assert report["runs"][0]["errors"][0]["judge"]["category"] == "Tool-related"

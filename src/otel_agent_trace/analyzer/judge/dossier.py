@@ -55,14 +55,14 @@ class Dossier:
     task: str
     failure: str
     steps: list[StepText]
-    candidates: list[int]  # positions, the report's ranking first (at most `top` of them)
+    candidates: list[int]  # positions the judge chooses among (`candidates`)
     from_report: bool  # the candidates are places the report named (else: every agent step)
     places: dict[str, int]  # span id -> the position of its step (the step, its wrapper, its tools)
 
 
 def build(finding: Finding, entry: dict[str, Any], top: int, step_chars: int) -> Dossier:
-    """The dossier of a run whose report entry is `entry`: its candidates are the first `top`
-    places the entry names (origin, `errors[]`), or every step of the run when it names none."""
+    """The dossier of a run whose report entry is `entry`: its candidates (see `candidates`) start
+    with the places the entry names (origin, `errors[]`), best first."""
     run = finding.run
     views = steps_of(finding)
     steps = [_step(position, view, run.agent, step_chars) for position, view in enumerate(views)]
@@ -73,10 +73,24 @@ def build(finding: Finding, entry: dict[str, Any], top: int, step_chars: int) ->
         if position is not None and position not in ranked:
             ranked.append(position)
     from_report = bool(ranked)
-    if not ranked:
-        ranked = list(range(len(steps)))
     return Dossier(run.trace_id, run.root.span_id, run.agent, _task(finding, views, step_chars),
-                   _failure(entry, step_chars), steps, ranked[:top] if from_report else ranked, from_report, where)
+                   _failure(entry, step_chars), steps, candidates(ranked, len(steps), top), from_report, where)
+
+
+def candidates(named: list[int], steps: int, top: int) -> list[int]:
+    """The steps the judge chooses among: the first `top` places the report named; when it names
+    fewer, the steps nearest to its first place fill the list, earlier ones first (a suspicion
+    marks where a mistake surfaced; the decisive one is often a turn or two before it); when it
+    names none, every step. `top` 0: every step."""
+    if not named or top <= 0 or top >= steps:
+        return list(range(steps))
+    out = named[:top]
+    first = named[0]
+    for distance in range(1, steps):
+        for position in (first - distance, first + distance):
+            if len(out) < top and 0 <= position < steps and position not in out:
+                out.append(position)
+    return out
 
 
 def _named_places(entry: dict[str, Any]) -> list[str]:

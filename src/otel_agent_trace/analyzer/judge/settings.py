@@ -27,7 +27,7 @@ class JudgeSettings:
     base_url: str | None = None  # None: the client's OPENAI_BASE_URL, else api.openai.com
     api_key: str | None = None  # None: the client's OPENAI_API_KEY (never a command-line flag)
     strategy: str = "all_at_once"  # all_at_once | step_by_step | binary_search
-    top: int = 3  # candidate places judged per run (the structural ranking's first ones)
+    top: int = 3  # candidate places judged per run (the report's first ones, filled by their neighbours); 0: all
     max_calls: int = 20  # requests sent, over the whole report (cached answers are free)
     max_tokens: int = 200_000  # prompt + completion tokens, over the whole report
     answer_tokens: int = 400  # completion tokens one answer may use
@@ -69,7 +69,7 @@ class JudgeSettings:
             raise JudgeSettingsError(f"judge response format must be one of {', '.join(RESPONSE_FORMATS)}, "
                                      f"got {self.response_format!r}")
         for name in ("top", "max_calls", "max_tokens", "answer_tokens", "step_chars"):
-            if getattr(self, name) < 0 or (name in ("top", "answer_tokens", "step_chars") and getattr(self, name) == 0):
+            if getattr(self, name) < 0 or (name in ("answer_tokens", "step_chars") and getattr(self, name) == 0):
                 raise JudgeSettingsError(f"judge {name} must be a positive number, got {getattr(self, name)}")
         if not self.model:
             raise JudgeSettingsError("the judge needs a model: --judge-model NAME or OTEL_AGENT_TRACE_JUDGE_MODEL")

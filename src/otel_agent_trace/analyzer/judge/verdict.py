@@ -50,7 +50,7 @@ def apply(entry: dict[str, Any], dossier: Dossier, verdict: Verdict, model: str,
     errors = entry.setdefault("errors", [])
     at = _entry_at(errors, dossier, verdict.position)
     if at is None:
-        error = _new_error(place, judge, verdict, model)
+        error = _new_error(place, judge, verdict, model, place.agent or entry.get("agent"))
     else:
         error = errors.pop(at)
         error["judge"] = judge
@@ -80,12 +80,14 @@ def _entry_at(errors: list[dict[str, Any]], dossier: Dossier, position: int) -> 
     return None
 
 
-def _new_error(place: Any, judge: dict[str, Any], verdict: Verdict, model: str) -> dict[str, Any]:
+def _new_error(place: Any, judge: dict[str, Any], verdict: Verdict, model: str, agent: str | None) -> dict[str, Any]:
+    """An `errors[]` entry of the judged step, with the keys every entry has (json_report._error)."""
     reason = f"judged by {model}: {verdict.category}: {verdict.reason}"
-    occurrence = {"span_id": place.span_id, "step_index": place.step_index, "start_time_unix_nano": place.start_ns,
+    occurrence = {"span_id": place.span_id, "step_index": place.step_index, "agent": agent,
+                  "start_time_unix_nano": place.start_ns,
                   "decision_span_id": place.span_id, "read_by_span_id": None, "located_at": [place.span_id],
                   "reason": reason}
-    return {"span_id": place.span_id, "step_index": place.step_index, "span_name": place.name,
+    return {"span_id": place.span_id, "step_index": place.step_index, "span_name": place.name, "agent": agent,
             "error_type": JUDGED_ERROR, "derived": True, "reason": reason, "suspicion": True,
             "bug_class": bug_class(verdict.category), "start_time_unix_nano": place.start_ns,
             "decision_span_id": place.span_id, "read_by_span_id": None, "located_at": [place.span_id],
