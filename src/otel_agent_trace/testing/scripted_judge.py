@@ -15,7 +15,7 @@ import json
 import re
 import threading
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
 
@@ -30,9 +30,11 @@ def refusal(text: str = "I can't help with that.") -> dict[str, Any]:
 
 
 class ScriptedJudge:
-    """A judge that blames step `mistake` (a position in the run, as the questions number them)."""
+    """A judge that blames step `mistake` (a position in the run, as the questions number them),
+    or `mistake(question)`'s step for each question (a benchmark's oracle, keyed by its task)."""
 
-    def __init__(self, mistake: int, agent: str = "agent", category: str = "Tool Output Misinterpretation",
+    def __init__(self, mistake: int | Callable[[str], int], agent: str = "agent",
+                 category: str = "Tool Output Misinterpretation",
                  reason: str = "it used the unit price where the total was needed",
                  faults: Sequence[Mapping[str, Any]] = ()):
         self.mistake = mistake
@@ -52,18 +54,19 @@ class ScriptedJudge:
 
     def _answer(self, question: str) -> tuple[str, Any, dict[str, Any]]:
         blame = {"agent": self.agent, "category": self.category, "reason": self.reason}
+        mistake = self.mistake(question) if callable(self.mistake) else self.mistake
         halves = re.search(r"first half, steps (.+?), or in the second half, steps (.+?)\?", question)
         if halves:
             first, second = _steps(halves.group(1)), _steps(halves.group(2))
-            return "half", (first, second), {"half": "first" if self.mistake in first else "second",
+            return "half", (first, second), {"half": "first" if mistake in first else "second",
                                              "reason": self.reason}
         single = re.search(r"Did step (\d+) make the decisive mistake", question)
         if single:
             step = int(single.group(1))
-            return "step", step, {"decisive": step == self.mistake, **blame}
+            return "step", step, {"decisive": step == mistake, **blame}
         among = re.search(r"Which of the steps (.+?) made the decisive mistake", question)
         steps = _steps(among.group(1)) if among else []
-        return "verdict", steps, {"step": self.mistake if self.mistake in steps or not steps else steps[0], **blame}
+        return "verdict", steps, {"step": mistake if mistake in steps or not steps else steps[0], **blame}
 
 
 def _question_text(body: dict[str, Any]) -> str:
