@@ -52,6 +52,7 @@ class Ledger:
     runs_judged: int = 0
     verdicts: int = 0
     runs_skipped: int = 0  # runs not judged at all (budget spent, endpoint unreachable)
+    errors: int = 0  # runs whose judging failed inside the judge (its entry says why; the report goes on)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -113,6 +114,12 @@ class JudgeClient:
         self._spend(stored)
         self.cache.put(key, stored)
         return self._read(question.kind, stored, cached=False)
+
+    def spent(self) -> bool:
+        """No further request fits: the calls are used up, or the tokens left hold no answer."""
+        ledger, settings = self.ledger, self.settings
+        return (bool(self.given_up) or ledger.requests >= settings.max_calls
+                or ledger.prompt_tokens + ledger.completion_tokens + settings.answer_tokens > settings.max_tokens)
 
     def _affordable(self, request: dict[str, Any]) -> bool:
         ledger, settings = self.ledger, self.settings

@@ -30,7 +30,11 @@ class Judge:
         def judged(finding: Any) -> Any:
             summary = reduce(finding)
             if summary.data is not None and unproven(summary.data):
-                self.judge(finding, summary.data)
+                try:
+                    self.judge(finding, summary.data)
+                except Exception as exc:  # noqa: BLE001 - a fault of the judge never costs the report
+                    self.client.ledger.errors += 1
+                    summary.data["judge"] = {"verdict": None, "why": f"judge error: {type(exc).__name__}: {exc}"}
                 if summary.html is not None:  # (rendered before the verdict: again, with it)
                     from otel_agent_trace.analyzer.report.html import run_section
 
@@ -42,7 +46,7 @@ class Judge:
     def judge(self, finding: Any, entry: dict[str, Any]) -> None:
         """Ask about one run; its entry gets the verdict, or `judge.verdict: null` and why."""
         settings, ledger = self.settings, self.client.ledger
-        if self.client.given_up or (ledger.requests >= settings.max_calls):
+        if self.client.spent():
             ledger.runs_skipped += 1
             entry["judge"] = {"verdict": None, "why": self.client.given_up or "budget spent"}
             return
@@ -78,7 +82,8 @@ class Judge:
                 f"{d.prompt_tokens} prompt + {d.completion_tokens} completion tokens, {cost}")
         problems = [f"{n} {what}" for n, what in ((d.malformed, "malformed"), (d.refused, "refused"),
                                                  (d.failed, "failed"), (d.over_budget, "over budget"),
-                                                 (d.runs_skipped, "run(s) not judged")) if n]
+                                                 (d.runs_skipped, "run(s) not judged"),
+                                                 (d.errors, "judge error(s)")) if n]
         if problems:
             text += "; " + ", ".join(problems)
         if self.client.given_up:
