@@ -75,7 +75,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then;
     `judge`: its verdicts written into the runs' entries, in one process).
     `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
-    from otel_agent_trace.analyzer.analysis import Progress, Remote, analyze, expand
+    from otel_agent_trace.analyzer.analysis import analyze
+    from otel_agent_trace.analyzer.inputs import Progress, Remote, expand
     from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 
     remotes = []
@@ -262,7 +263,7 @@ def _write(text: str | bytes, path: str | None) -> None:
 
 def run() -> int:
     """The console script: `main` in a process that ends with it. The cyclic collector stays off
-    (the analysis holds no cycles, see `analysis.no_gc`): turning it back on after the analysis
+    (the analysis holds no cycles, see `inputs.no_gc`): turning it back on after the analysis
     would cost one collection over everything still held, ~0.1 s on 200 MB. `analyze` and `show`
     then end the process at once (`_exit_now`)."""
     import gc

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Mapping
 
 ENV_PREFIX = "OTEL_AGENT_TRACE_"
 _GENAI_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -76,6 +76,7 @@ class AgentTraceConfig:
     replay_tools: str = "live"  # live | recorded: decorated and named tools answered from the recording
     cost: bool = True  # agent_trace.usage.cost_usd on chat spans (off: no pricing, the library never loads)
     prices: str | None = None  # a price file (JSON/YAML, model -> USD per million tokens) used before genai-prices
+    native: bool = True  # the analyzer reads OTLP JSON with its native reader where built (false: the Python reader)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> "AgentTraceConfig":
@@ -103,6 +104,20 @@ class AgentTraceConfig:
             if values.get(name, getattr(cls, name)) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}")
         return cls(**values)
+
+    @classmethod
+    def setting(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One field from `OTEL_AGENT_TRACE_<NAME>`, else its default, read alone; a value that does
+        not convert is the default too. For the analyzer (analyzer/settings.py), which reads a few
+        fields and is not to be failed by a bad value meant for the recorder."""
+        default = next(f.default for f in fields(cls) if f.name == name)
+        raw = (os.environ if environ is None else environ).get(ENV_PREFIX + name.upper())
+        if raw is None or not raw.strip():
+            return default
+        try:
+            return _convert(name, default, raw)
+        except ValueError:
+            return default
 
 
 _current: AgentTraceConfig | None = None

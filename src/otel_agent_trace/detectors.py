@@ -6,9 +6,9 @@ recorder, no analyzer. The recorder's guards call them on live requests and resp
 analyzer's lifecycle calls them on what a trace recorded. Neither keeps a variant of its own.
 
 - `loop_reached`: a request of a tool with the same canonical arguments (`call_key`) as
-  `threshold - 1` earlier calls of the run whose results were not errors (default
-  `LOOP_THRESHOLD`; `OTEL_AGENT_TRACE_LOOP_THRESHOLD` in both places). Offline a tool span
-  stands for the request that made it.
+  `threshold - 1` earlier calls of the run whose results were not errors (the configuration's
+  `loop_threshold` in both places: the recorder's config, the analysis's `AnalyzerSettings`).
+  Offline a tool span stands for the request that made it.
 - `fabricated_values`: values in the model's final answer never received in a user, system or
   developer message or a tool result, nor used in the run's own tool calls (an answer restating
   what it did), and not derivable from those numbers (`derived`).
@@ -31,20 +31,8 @@ import orjson
 from otel_agent_trace import schema
 from otel_agent_trace.model import INSTRUCTION_ROLES, Outcome, parse_json_or_text
 
-LOOP_THRESHOLD = 3
-LOOP_THRESHOLD_ENV = "OTEL_AGENT_TRACE_LOOP_THRESHOLD"
-
 
 # --- loops --------------------------------------------------------------------------------------
-def loop_threshold(environ: Mapping[str, str] | None = None) -> int:
-    """The threshold from `OTEL_AGENT_TRACE_LOOP_THRESHOLD`, else `LOOP_THRESHOLD` (0: off)."""
-    raw = (os.environ if environ is None else environ).get(LOOP_THRESHOLD_ENV, "").strip()
-    try:
-        return int(raw) if raw else LOOP_THRESHOLD
-    except ValueError:
-        return LOOP_THRESHOLD
-
-
 def canonical_arguments(arguments: Any) -> str:
     """Canonical JSON of parsed arguments (keys sorted): equal calls have equal text."""
     try:
@@ -58,7 +46,7 @@ def call_key(name: str, arguments: Any) -> tuple[str, str]:
     return name, canonical_arguments(arguments)
 
 
-def loop_reached(ok_before: int, threshold: int = LOOP_THRESHOLD) -> bool:
+def loop_reached(ok_before: int, threshold: int) -> bool:
     """Is a request a loop, given how many earlier calls of the run with the same `call_key`
     returned results that were not errors? It is when it makes `threshold` (0: never). A failed
     call repeated is a retry, not a loop (`tool_retry_exceeded`); a loop whose flagged call failed

@@ -244,7 +244,7 @@ def test_our_shape_and_trail_are_never_declined(tmp_path):
 
 
 @needs_native
-def test_an_error_inside_falls_back(monkeypatch):
+def test_an_error_inside_falls_back():
     """Fail-open: the native reader raising (here: the Span type given to it fails) loses no record."""
 
     class Failing:
@@ -256,20 +256,20 @@ def test_an_error_inside_falls_back(monkeypatch):
     failing = _reader(Failing)
     with pytest.raises(ZeroDivisionError):
         failing(raw, "f", 7)
-    expected = repr(list(otlp_json.read_record(raw, 7, "f", InputReport("f"))))
-    monkeypatch.setattr(otlp_json, "_native_read", failing)
+    expected = repr(list(otlp_json.read_record(raw, 7, "f", InputReport("f"), otlp_json.native_reader())))
     report = InputReport("f")
-    assert repr(list(otlp_json.read_record(raw, 7, "f", report))) == expected
+    assert repr(list(otlp_json.read_record(raw, 7, "f", report, failing))) == expected
     assert report.spans == 1 and not report.bad_lines
 
 
 _READ_ALL = """
 import sys
 from otel_agent_trace.analyzer.readers import otlp_json
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import InputReport
 report = InputReport(sys.argv[1])
 batches = list(otlp_json.read_batches(sys.argv[1], report))
-print(otlp_json._native_read is not None)
+print(otlp_json.native_reader(AnalyzerSettings.from_env().native) is not None)
 print(repr([(list(b), b.traces, b.rooted, b.line) for b in batches]), repr(report))
 """
 

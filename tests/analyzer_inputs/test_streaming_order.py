@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inputs_support import failing_run, line, span
 
-from otel_agent_trace.analyzer import analysis, chunks
+from otel_agent_trace.analyzer import analysis, chunks, trace
 from otel_agent_trace.analyzer.analysis import analyze
 from otel_agent_trace.analyzer.report.reduce import analyze_reduced
 from otel_agent_trace.analyzer.report.json_report import to_dict
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 
 
 def _spans() -> list[dict]:
@@ -85,7 +86,7 @@ def test_an_analysis_error_is_not_reported_as_an_unreadable_input(tmp_path, monk
     def broken(*args, **kwargs):
         raise RuntimeError("analysis bug")
 
-    monkeypatch.setattr(analysis, "locate", broken)
+    monkeypatch.setattr(trace, "locate", broken)
     with pytest.raises(RuntimeError, match="analysis bug"):
         analyze_reduced([path])
 
@@ -137,7 +138,7 @@ def test_an_analysis_error_in_a_worker_reaches_the_caller(tmp_path, monkeypatch)
     def bug():
         raise RuntimeError("analysis bug")
 
-    monkeypatch.setattr(analysis, "locate", _broken_in_workers(analysis.locate, bug))
+    monkeypatch.setattr(trace, "locate", _broken_in_workers(trace.locate, bug))
     with pytest.raises(RuntimeError, match="analysis bug"):
         analyze_reduced([path], jobs=2, min_chunk_bytes=500)
 
@@ -160,9 +161,10 @@ def _cut_in_process(paths: list[str], pieces: int, min_chunk: int) -> dict:
         return summarize(finding, False)
 
     plan = chunks.plan(paths, pieces, min_chunk)
-    results = chunks.run_chunks(plan, 1, None, reduce, 256 << 20, analysis.Progress(1, enabled=False))
+    settings = AnalyzerSettings.from_env()
+    results = chunks.run_chunks(plan, 1, None, reduce, 256 << 20, analysis.Progress(1, enabled=False), settings)
     out = analysis.Reduced()
-    chunks.merge(plan, results, paths, None, reduce, out)
+    chunks.merge(plan, results, paths, None, reduce, out, settings)
     out.runs.sort(key=lambda r: r.key)
     analysis.canonical_notes(out.inputs)
     return to_dict(out)

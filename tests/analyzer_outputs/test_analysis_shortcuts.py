@@ -7,7 +7,7 @@ import json
 
 from trace_builder import TraceBuilder, run_span, step, tool, write
 
-from otel_agent_trace.analyzer.analysis import check_trace, checked_trace
+from otel_agent_trace.analyzer.trace import check_trace, checked_trace
 from otel_agent_trace.analyzer.graph import LazyGraph, build_graph
 from otel_agent_trace.analyzer.readers.otlp_json import read_file
 from otel_agent_trace.analyzer.runs import group_runs, trace_runs

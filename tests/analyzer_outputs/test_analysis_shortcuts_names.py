@@ -5,8 +5,9 @@ not searched for lost messages, and tool calls counted per name in the metrics."
 from __future__ import annotations
 
 from otel_agent_trace.analyzer import runs
-from otel_agent_trace.analyzer.analysis import check_trace
-from otel_agent_trace.analyzer.lifecycle import Lifecycle, _dropped_context
+from otel_agent_trace.analyzer.trace import check_trace
+from otel_agent_trace.analyzer.lifecycle import Lifecycle
+from otel_agent_trace.analyzer.lifecycle.context import dropped_context as _dropped_context
 from otel_agent_trace.analyzer.metrics import combine
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import InputReport, Span

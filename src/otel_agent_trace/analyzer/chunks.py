@@ -23,11 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-from otel_agent_trace.analyzer import analysis
-from otel_agent_trace.analyzer.readers.otlp_json import Record, is_document, read_batches, read_file, read_record, splittable
+from otel_agent_trace.analyzer.inputs import Progress, file_size, no_gc, read_error
+from otel_agent_trace.analyzer.readers.otlp_json import (Record, is_document, native_reader, read_batches, read_file,
+                                                         read_record, splittable)
 from otel_agent_trace.analyzer.readers.sources import records
 from otel_agent_trace.analyzer.readers.spill import TraceStore
+from otel_agent_trace.analyzer.results import Reduced
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import InputReport, Span
+from otel_agent_trace.analyzer.trace import trace_findings
 
 MIN_CHUNK_BYTES = 32 << 20  # smaller inputs are not split (a worker costs more than it saves)
 
@@ -56,7 +60,7 @@ class ChunkResult:
 def plan(files: list[str], jobs: int, min_chunk: int = MIN_CHUNK_BYTES) -> list[Chunk]:
     """Chunks of the inputs: about two per job over the splittable bytes (whoever is done first takes
     the next: no one idles while another finishes a long chunk), none under `min_chunk`."""
-    sizes = {path: analysis.file_size(path) for path in files}
+    sizes = {path: file_size(path) for path in files}
     cuttable = {p for p in files if jobs > 1 and sizes[p] >= 2 * min_chunk and splittable(p)}
     target = max(min_chunk, -(-sum(sizes[p] for p in cuttable) // max(2 * jobs, 1)))
     chunks: list[Chunk] = []
@@ -82,14 +86,15 @@ def _line_starts(path: str, positions: list[int]) -> list[int]:
     return out
 
 
-def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: int,
+def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: int, settings: AnalyzerSettings,
                   progress: Callable[[int], None] | None = None) -> ChunkResult:
     """Read and analyse one chunk (in this process; `run_chunks` puts it in a worker)."""
     report = InputReport(chunk.path)
     result = ChunkResult(chunk.index, report)
-    with analysis.no_gc(), TraceStore(budget) as store:
-        stream = _ChunkStream(store, rules, reduce, result)
-        stream.consume(report, read_batches(chunk.path, report, progress, chunk.start, chunk.end, result.offsets))
+    with no_gc(), TraceStore(budget) as store:
+        stream = _ChunkStream(store, rules, reduce, settings, result)
+        stream.consume(report, read_batches(chunk.path, report, progress, chunk.start, chunk.end, result.offsets,
+                                            settings))
         stream.finish(chunk.path)
     return result
 
@@ -97,10 +102,12 @@ def analyse_chunk(chunk: Chunk, rules: list | None, reduce: Callable, budget: in
 class _ChunkStream:
     """One chunk's traces, each analysed as soon as it is complete (see the module's docstring)."""
 
-    def __init__(self, store: TraceStore, rules: list | None, reduce: Callable, result: ChunkResult):
+    def __init__(self, store: TraceStore, rules: list | None, reduce: Callable, settings: AnalyzerSettings,
+                 result: ChunkResult):
         self.store = store
         self.rules = rules
         self.reduce = reduce
+        self.settings = settings
         self.result = result
         self.done: dict[str, TraceResult] = {}
         self.reopened: set[str] = set()
@@ -147,7 +154,7 @@ class _ChunkStream:
         except _AnalysisFailed as exc:
             raise exc.__cause__ from None  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-            report.error = analysis.read_error(exc)
+            report.error = read_error(exc)
 
     def _ready(self, touched: dict[str, list[Span]]) -> None:
         memory = self.store.memory
@@ -161,7 +168,7 @@ class _ChunkStream:
             if ids.issuperset([s.parent_id for s in spans]):  # every parent named is here
                 del memory[trace_id]
                 try:
-                    self.done[trace_id] = analyse_trace(spans, self.rules, self.reduce)
+                    self.done[trace_id] = analyse_trace(spans, self.rules, self.reduce, self.settings)
                 except Exception as exc:  # an analysis bug is no unreadable input: let it out
                     raise _AnalysisFailed() from exc
 
@@ -169,11 +176,11 @@ class _ChunkStream:
         """Analyse what is left (open, spilled and reopened traces); results in order of first appearance."""
         done = self.done
         for spans in self.store.traces():
-            done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce)
+            done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce, self.settings)
         if self.reopened:
             wanted = {t: self.result.locations[t] for t in self.reopened}
-            for spans in reread([(path, wanted, self.result.offsets)]):
-                done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce)
+            for spans in reread([(path, wanted, self.result.offsets)], self.settings):
+                done[spans[0].trace_id] = analyse_trace(spans, self.rules, self.reduce, self.settings)
         self.result.traces = {t: done[t] for t in self.result.locations if t in done}
 
 
@@ -218,25 +225,27 @@ class _Recorders(dict):
         return recorder
 
 
-def analyse_trace(spans: list[Span], rules: list | None, reduce: Callable) -> TraceResult:
+def analyse_trace(spans: list[Span], rules: list | None, reduce: Callable, settings: AnalyzerSettings) -> TraceResult:
     notes: list[tuple[str, bool, int, str]] = []
     recorders = _Recorders(notes)
     counted: dict[str, int] = {}
-    summaries = [reduce(f) for f in analysis.trace_findings(spans, recorders, counted, rules)]
+    summaries = [reduce(f) for f in trace_findings(spans, recorders, counted, rules, settings)]
     return notes, next(iter(counted), None), summaries
 
 
-def reread(wanted: Iterable[tuple[str, dict[str, list[int]], dict[int, int]]]) -> Iterator[list[Span]]:
+def reread(wanted: Iterable[tuple[str, dict[str, list[int]], dict[int, int]]],
+           settings: AnalyzerSettings) -> Iterator[list[Span]]:
     """The spans of the wanted traces, read again from exactly the records that hold them.
 
     `wanted`: (path, {trace: [line]}, {line: byte offset}) per chunk in input order; yields each
     trace's spans in input order, after all are read (they are few: traces split across chunks)."""
     spans: dict[str, list[Span]] = {}
+    native = native_reader(settings.native)
     for path, traces, offsets in wanted:
         if not traces:
             continue
         if is_document(path):  # one record read whole: read it whole again
-            for span in read_file(path, InputReport(path)):
+            for span in read_file(path, InputReport(path), settings=settings):
                 if span.trace_id in traces:
                     spans.setdefault(span.trace_id, []).append(span)
             continue
@@ -245,7 +254,7 @@ def reread(wanted: Iterable[tuple[str, dict[str, list[int]], dict[int, int]]]) -
             for line in numbers:
                 lines[line] = offsets.get(line, -1)
         for line, raw in _records_at(path, lines):
-            for span in read_record(raw, line, path, InputReport(path)):
+            for span in read_record(raw, line, path, InputReport(path), native):
                 if span.trace_id in traces:
                     spans.setdefault(span.trace_id, []).append(span)
     yield from spans.values()
@@ -265,27 +274,28 @@ def _records_at(path: str, lines: dict[int, int]) -> Iterator[tuple[int, bytes]]
 
 
 def run_chunks(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Callable, budget: int,
-               progress: "analysis.Progress") -> list[ChunkResult]:
+               progress: Progress, settings: AnalyzerSettings) -> list[ChunkResult]:
     """Every chunk's result, in chunk order: in this process, or in `jobs` worker processes."""
     if jobs <= 1 or len(chunks) <= 1 or not _can_fork():
         out = []
         base = 0
         try:
             for chunk in chunks:
-                out.append(analyse_chunk(chunk, rules, reduce, budget, progress.file(chunk.path, base - chunk.start)))
-                base += (chunk.end if chunk.end is not None else analysis.file_size(chunk.path)) - chunk.start
+                out.append(analyse_chunk(chunk, rules, reduce, budget, settings,
+                                         progress.file(chunk.path, base - chunk.start)))
+                base += (chunk.end if chunk.end is not None else file_size(chunk.path)) - chunk.start
         finally:
             progress.close()
         return out
-    return _run_parallel(chunks, jobs, rules, reduce, max(budget // jobs, 1 << 20), progress)
+    return _run_parallel(chunks, jobs, rules, reduce, max(budget // jobs, 1 << 20), progress, settings)
 
 
 def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Callable, budget: int,
-                  progress: "analysis.Progress") -> list[ChunkResult]:
+                  progress: Progress, settings: AnalyzerSettings) -> list[ChunkResult]:
     """`jobs - 1` forked workers and this process take chunks in order until none is left.
 
-    Forked, so the rules, the reducer and anything patched are the parent's, and only results
-    (small summaries) are pickled. A worker that dies is an error, never a silently missing chunk."""
+    Forked, so the rules, the reducer, the settings and anything patched are the parent's, and
+    only results (small summaries) are pickled. A worker that dies is an error, never a silently missing chunk."""
     import multiprocessing
     import queue
 
@@ -312,7 +322,7 @@ def _run_parallel(chunks: list[Chunk], jobs: int, rules: list | None, reduce: Ca
             if shown:  # this process draws the bar for everyone
                 progress.update(read.value)
 
-        return analyse_chunk(chunk, rules, reduce, budget, advance)
+        return analyse_chunk(chunk, rules, reduce, budget, settings, advance)
 
     def work() -> None:
         index = take()
@@ -378,7 +388,7 @@ def _portable(exc: BaseException) -> BaseException:
 
 
 def merge(chunks: list[Chunk], results: list[ChunkResult], files: list[str], rules: list | None,
-          reduce: Callable, out: "analysis.Reduced") -> None:
+          reduce: Callable, out: Reduced, settings: AnalyzerSettings) -> None:
     """Chunk results into `out`: one report per input, every trace analysed whole exactly once."""
     inputs = [InputReport(path) for path in files]
     out.inputs.extend(inputs)
@@ -393,8 +403,8 @@ def merge(chunks: list[Chunk], results: list[ChunkResult], files: list[str], rul
     if split:
         wanted = [(r.report.path, {t: r.locations[t] for t in split.intersection(r.locations)}, r.offsets)
                   for r in results]
-        for spans in reread(wanted):
-            final[spans[0].trace_id] = analyse_trace(spans, rules, reduce)
+        for spans in reread(wanted, settings):
+            final[spans[0].trace_id] = analyse_trace(spans, rules, reduce, settings)
     applied: set[str] = set()
     for result in results:  # traces in order of first appearance in the input
         for trace_id in result.locations:

@@ -4,7 +4,7 @@ origin when the answer it relied on carried an error.
 A sub-agent's run is nested under the span that delegated to it (the calling tool or step; the
 recorder also links it `delegated_to`). Runs are located innermost first; a sub-run that failed,
 or answered on an unrecovered error (`suspect`), makes its delegating span an origin of the
-calling run (`lifecycle.delegated_origins`), so the calling run's walk back from its own critical
+calling run (`lifecycle.compute`'s `delegated`), so the calling run's walk back from its own critical
 failure can reach it. When that span is the calling run's origin, the finding is continued into
 the sub-run: its origin, bug class and evidence are the sub-agent's, and its chain is the
 sub-agent's chain followed by the calling run's (the joint hop's relation `delegated_to`).

@@ -1,7 +1,8 @@
 """Re-run location and classification with a team's critical-failure rules.
 
 `analysis.analyze()` locates with the built-in rules; when `--rules` names a file, the CLI calls
-`apply_rules` to recompute every finding with the merged rule set (runs are not re-read).
+`apply_rules` to recompute every finding with the merged rule set (runs are not re-read), with
+the settings the analysis ran with.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def apply_rules(analysis: Analysis, rules: list[Rule]) -> Analysis:
         by_trace.setdefault(old.run.trace_id, []).append(old.run)
     nested = set().union(*(sub_runs(group) for group in by_trace.values()))
     for old in analysis.findings:
-        finding = locate(old.run, rules, top_level=id(old.run) not in nested)
+        finding = locate(old.run, rules, settings=analysis.settings, top_level=id(old.run) not in nested)
         classify(finding)
         findings.append(finding)
     analysis.findings = findings

@@ -1,6 +1,6 @@
 """From a run's critical failure back to where its error originated.
 
-1. Lifecycle phases are recomputed offline (lifecycle.py): origins (errors where they first
+1. Lifecycle phases are recomputed offline (lifecycle/): origins (errors where they first
    appear), recovered origins, and the *tainted* spans (origins and everything that depends on
    one).
 2. Critical-failure rules (rules.py) pick the critical spans; the first (the run span when it
@@ -29,9 +29,10 @@ from typing import Any
 
 from otel_agent_trace.analyzer import silent, verdicts
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
-from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute
+from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute, tool_error_type
 from otel_agent_trace.analyzer.rules import BUILTIN_RULES, Fired, Rule, fire
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.model import (ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STRONG_RELATIONS, ErrorType, Phase,
@@ -104,7 +105,6 @@ def error_type_of(span: Span, life: Lifecycle | None = None) -> str | None:
     recorded = span.attr(ERROR_TYPE)
     if recorded:
         return str(recorded)
-    from otel_agent_trace.analyzer.lifecycle import tool_error_type
 
     return tool_error_type(span)[0] if is_tool_span(span) else None
 
@@ -117,13 +117,14 @@ def find_critical(run: Run, life: Lifecycle, rules: list[Rule]) -> tuple[Span | 
 
 
 def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] | None = None,
-           top_level: bool = True) -> Finding:
+           settings: AnalyzerSettings | None = None, top_level: bool = True) -> Finding:
     """`delegated`: span id -> error type of the spans that delegated to a sub-agent whose answer
-    carried an error (analyzer/delegation.py): origins of this run. `top_level`: the run is no
-    sub-agent's (what a verdict about the whole task applies to, analyzer/verdicts.py)."""
+    carried an error (analyzer/delegation.py): origins of this run. `settings`: the analysis's
+    (None: the environment's now). `top_level`: the run is no sub-agent's (what a verdict about
+    the whole task applies to, analyzer/verdicts.py)."""
     rules = list(BUILTIN_RULES) if rules is None else rules
     graph = LazyGraph(run)  # (edges built only if something reads them: most runs have no error)
-    life = compute(run, graph, delegated)
+    life = compute(run, graph, AnalyzerSettings.from_env() if settings is None else settings, delegated)
     known = verdicts.apply(run, life, rules, top_level)  # (a failure known from outside: a critical span)
     critical, fired = find_critical(run, life, rules)
     finding = Finding(run, failed=critical is not None, lifecycle=life, graph=graph, fired=fired)

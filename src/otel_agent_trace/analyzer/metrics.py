@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
-from otel_agent_trace.analyzer.lifecycle import _call_key, count
+from otel_agent_trace.analyzer.lifecycle import call_key_of, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
@@ -226,7 +226,7 @@ def run_metrics(f: Finding) -> RunMetrics:
             errors[name] = errors.get(name, 0) + 1
         # a tool called once cannot repeat a call: its arguments need no canonical form
         if per_name[name] > 1:
-            key = known_keys.get(tool_id) or (life.call_key(tool, name) if life else _call_key(tool))
+            key = known_keys.get(tool_id) or (life.call_key(tool, name) if life else call_key_of(tool))
         else:
             key = (name, "")
         if etype in WRONG_TOOL_TYPES or key in seen_calls:
@@ -264,7 +264,7 @@ def _repeated_calls(run: Run, names: list[str], per_name: dict[str, int], known_
                     life: Any) -> int:
     """`run_metrics`' wrong calls of a run no tool of which failed or was flagged: each call that
     repeats an earlier one (the calls less the distinct ones; a name called once repeats none)."""
-    keys = [known_keys.get(tool.span_id) or (life.call_key(tool, name) if life else _call_key(tool))
+    keys = [known_keys.get(tool.span_id) or (life.call_key(tool, name) if life else call_key_of(tool))
             for tool, name in zip(run.tools, names) if per_name[name] > 1]
     return len(keys) - len(set(keys))
 

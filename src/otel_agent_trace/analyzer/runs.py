@@ -170,7 +170,7 @@ def group_runs(spans: Iterable[Span]) -> list[Run]:
 def trace_runs(trace_id: str, members: dict[str, Span], children: dict[str, list[Span]],
                roots: list[Span] | None = None) -> list[Run]:
     """`group_runs` of one trace whose spans (unique ids, in order) and children lists (parent id ->
-    children, in that order) are already known (`analysis.check_trace` builds both); `roots`: its
+    children, in that order) are already known (`trace.check_trace` builds both); `roots`: its
     run spans (`is_run_span`, in that order), when the check found them on its walk."""
     if roots is None:
         roots = [s for s in members.values() if is_run_span(s)]

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from otel_agent_trace import detectors
-from otel_agent_trace.analyzer.lifecycle import FINAL_ANSWER_TOOL
+from otel_agent_trace.analyzer.lifecycle.answers import FINAL_ANSWER_TOOL
 from otel_agent_trace.analyzer.normalize.conventions import facts_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
@@ -310,7 +310,7 @@ def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
             if values:
                 return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
                                   f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "
-                                  "instruction or result contained", 0.45, bug_class="model_decision")]
+                                  "instruction or result contained", 0.95, bug_class="model_decision")]
         known |= detectors.distinctive_values(turn.text)
         arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
         if isinstance(arguments, str):
@@ -422,7 +422,7 @@ def suspicions(run: Run) -> list[Suspicion]:
         else:
             have.signals.append(s.signal)
             have.reason += "; " + s.reason
-            have.score = max(have.score, s.score) + 0.05
+            have.score = max(have.score, s.score)
             have.bug_class = have.bug_class or s.bug_class
     ranked = sorted(merged.values(), key=lambda s: (-s.score, s.span.start_ns, s.span.span_id))
     return ranked[:MAX_SUSPICIONS]

@@ -13,7 +13,7 @@ reported; an unknown enum value (status code, span kind) is read as unset and no
 Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
 
 Speed (NOTES.md: object creation, not disk, is the bound): where the optional native reader is
-built (`native_reader`: native/, Rust), it reads a record of the common shape straight into the
+built and the analysis's settings allow it (`native_reader`: native/, Rust), it reads a record of the common shape straight into the
 spans `_typed_spans` would make, and declines (None) anything else, which the paths below read.
 Otherwise a record is first decoded with msgspec
 into the typed Structs of `otlp_typed` (the common shape only: no dict per key/value wrapper),
@@ -36,6 +36,7 @@ import orjson
 
 from otel_agent_trace.analyzer.readers import otlp_typed
 from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
 MAX_ATTRIBUTE_CHARS = 1 << 20  # 1 MiB of text per attribute value; longer values are truncated
@@ -53,24 +54,28 @@ _NOT_TYPED = (otlp_typed.DecodeError, ValueError, TypeError)
 
 
 def read_file(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
-              end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[Span]:
+              end: int | None = None, offsets: dict[int, int] | None = None,
+              settings: AnalyzerSettings | None = None) -> Iterator[Span]:
     """Spans of one file (or of its lines in `start`..`end`, see `splittable`); problems go to
-    `report` (file-level errors raise OSError); `offsets`: see `sources.records`."""
-    for batch in read_batches(path, report, progress, start, end, offsets):
+    `report` (file-level errors raise OSError); `offsets`: see `sources.records`; `settings`: the
+    analysis's (None: the environment's now)."""
+    for batch in read_batches(path, report, progress, start, end, offsets, settings):
         yield from batch
 
 
 def read_batches(path: str, report: InputReport, progress: Callable[[int], None] | None = None, start: int = 0,
-                 end: int | None = None, offsets: dict[int, int] | None = None) -> Iterator[Record]:
+                 end: int | None = None, offsets: dict[int, int] | None = None,
+                 settings: AnalyzerSettings | None = None) -> Iterator[Record]:
     """`read_file`, one `Record` per record (no generator frame per span: the hot loop)."""
+    native = native_reader((AnalyzerSettings.from_env() if settings is None else settings).native)
     source = records(path, progress, start, end, offsets)
     number = 0
     try:
         for number, raw in source:
             if number == 1 and _starts_document(raw):
-                yield from map(_grouped, _document(raw, source, path, report))
+                yield from map(_grouped, _document(raw, source, path, report, native))
                 return
-            yield _grouped(read_record(raw, number, path, report))
+            yield _grouped(read_record(raw, number, path, report, native))
     except (EOFError, OSError, ValueError) as exc:
         # a truncated or corrupt compressed stream: what was read so far is kept
         if isinstance(exc, OSError) and not _is_stream_error(exc):
@@ -120,14 +125,15 @@ def _unparsable(text: bytes) -> bool:
     return False
 
 
-def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report: InputReport) -> Iterator[list[Span]]:
+def _document(first: bytes, rest: Iterator[tuple[int, bytes]], path: str, report: InputReport,
+              native: NativeRead | None) -> Iterator[list[Span]]:
     """A pretty-printed single document, or JSON Lines whose short first line is broken."""
     lines = [first] + [raw for _, raw in rest]
     try:
         doc = _loads(b"".join(lines))
     except _JSONDecodeError:
         for number, raw in enumerate(lines, start=1):
-            yield read_record(raw, number, path, report)
+            yield read_record(raw, number, path, report, native)
         return
     report.bytes_read += sum(map(len, lines))
     yield spans_of_doc(doc, path, 1, report)
@@ -140,6 +146,9 @@ class Record(list):
     trace ids of its roots) and `line` (the record's number)."""
 
     __slots__ = ("line", "traces", "rooted")
+
+
+NativeRead = Callable[[bytes, str, int], "Record | None"]  # the native reader's `read(raw, path, line)`
 
 
 def _grouped(spans: list[Span]) -> Record:
@@ -162,10 +171,11 @@ def _by_trace(spans: list[Span]) -> Record:
     return record
 
 
-def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list[Span]:
-    """Spans of one record (a JSON Lines line or a decompressed frame)."""
+def read_record(raw: bytes, number: int, path: str, report: InputReport, native: NativeRead | None = None) -> list[Span]:
+    """Spans of one record (a JSON Lines line or a decompressed frame); `native`: the native
+    reader's `read` (`native_reader`), else None (the Python paths)."""
     report.bytes_read += len(raw)
-    spans = _read_native(raw, path, number) if _native_read is not None else None
+    spans = _read_native(native, raw, path, number) if native is not None else None
     if spans is None:
         try:
             export = _decode_export(raw)
@@ -182,14 +192,14 @@ def read_record(raw: bytes, number: int, path: str, report: InputReport) -> list
     return spans
 
 
-def _read_native(raw: bytes, path: str, number: int) -> Record | None:
+def _read_native(native: NativeRead, raw: bytes, path: str, number: int) -> Record | None:
     """The native reader's `Record` of the record (what `_typed_spans` makes of it), or None where
     it declines (any shape it does not read exactly as the typed path does), or fails: fail-open,
     the Python paths then read the record."""
     if len(raw) > MAX_ATTRIBUTE_CHARS:  # it does not check the length of strings
         return None
     try:
-        return _native_read(raw, path, number)
+        return native(raw, path, number)
     except Exception:
         return None
 
@@ -502,11 +512,11 @@ class _NoItems(list):
 _NONE = _NoItems()
 
 
-def native_reader() -> Callable[[bytes, str, int], Record | None] | None:
+def native_reader(enabled: bool = True) -> NativeRead | None:
     """`read(raw, path, line)` of the native reader (native/: an optional Rust extension that reads
     the common shape straight into a `Record`, about twice as fast as the typed path), or None when it was
-    not built, or is turned off with `OTEL_AGENT_TRACE_NATIVE=0` (read once, at import)."""
-    if os.environ.get("OTEL_AGENT_TRACE_NATIVE", "1") == "0":
+    not built, or `enabled` is false (`AnalyzerSettings.native`: `OTEL_AGENT_TRACE_NATIVE=0`)."""
+    if not enabled:
         return None
     try:
         from otel_agent_trace.analyzer.readers import _native  # type: ignore[attr-defined]
@@ -515,8 +525,6 @@ def native_reader() -> Callable[[bytes, str, int], Record | None] | None:
     except Exception:  # not built (ImportError), or built from other sources: the Python paths read
         return None
 
-
-_native_read = native_reader()
 
 
 def any_value(value: Any) -> Any:

@@ -1,0 +1,163 @@
+"""Quiet on healthy runs (issue 27 §4): a corpus of healthy runs, each recorded through the real
+openai client against the scripted server with our exporter, analysed by the CLI as a user runs
+it. Retries, fallbacks to another tool, pagination that ends on an empty page, optional lookups
+that find nothing, clarifying questions: none is `failed` or `suspect`."""
+
+from __future__ import annotations
+
+import pytest
+from scenario_agent import analyze_json, call, record_run
+
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+
+def _flaky(result, failures=1, exc=TimeoutError("timed out")):
+    """A tool that raises `failures` times, then returns `result`."""
+    calls = []
+
+    def tool(**kwargs):
+        calls.append(kwargs)
+        if len(calls) <= failures:
+            raise exc
+        return result
+
+    return tool
+
+
+def _pages(pages):
+    return lambda page=1, **kw: pages[page - 1] if page <= len(pages) else []
+
+
+def _timeout(**kwargs):
+    raise TimeoutError("price service timed out")
+
+
+def _corpus():
+    return {
+        "retry after a timeout": (
+            "what does SKU-10 cost?",
+            [call("get_price", sku="SKU-10"), call("get_price", sku="SKU-10"), {"content": "SKU-10 costs $42.50."}],
+            lambda: {"get_price": _flaky({"sku": "SKU-10", "price": 42.5})}),
+        "two retries after resets": (
+            "how many SKU-11 are in stock?",
+            [call("check_inventory", sku="SKU-11")] * 3 + [{"content": "There are 17 of SKU-11 in stock."}],
+            lambda: {"check_inventory": _flaky({"sku": "SKU-11", "stock": 17}, 2, ConnectionError("reset"))}),
+        "price lookup times out, price read from the catalogue": (
+            "what does SKU-12 cost?",
+            [call("get_price", sku="SKU-12"), call("read_catalogue", sku="SKU-12"),
+             {"content": "SKU-12 costs $19.99 according to the catalogue."}],
+            lambda: {"get_price": _timeout, "read_catalogue": lambda sku: {"sku": sku, "price": 19.99}}),
+        "search errors, the archive answers": (
+            "when was order A1001 shipped?",
+            [call("search_orders", q="A1001"), call("search_archive", q="A1001"),
+             {"content": "Order A1001 was shipped on 2026-11-02."}],
+            lambda: {"search_orders": lambda q: "Error: rate limited",
+                     "search_archive": lambda q: {"order": "A1001", "shipped": "2026-11-02"}}),
+        "profile service 503, the v2 endpoint works": (
+            "what tier is customer C-77?",
+            [call("fetch_profile", customer_id="C-77"), call("fetch_profile_v2", customer_id="C-77"),
+             {"content": "Customer C-77 is on the gold tier."}],
+            lambda: {"fetch_profile": lambda customer_id: {"status": 503, "error": "unavailable"},
+                     "fetch_profile_v2": lambda customer_id: {"id": customer_id, "tier": "gold"}}),
+        "weather times out, the cached copy answers": (
+            "what is the temperature in Lyon?",
+            [call("get_weather", city="Lyon"), call("get_cached_weather", city="Lyon"),
+             {"content": "It is 14 degrees in Lyon (cached 10 minutes ago)."}],
+            lambda: {"get_weather": lambda city: (_ for _ in ()).throw(TimeoutError("weather timed out")),
+                     "get_cached_weather": lambda city: {"city": city, "celsius": 14, "age_minutes": 10}}),
+        "pagination ends on an empty page": (
+            "list every open ticket",
+            [call("list_items", page=1), call("list_items", page=2),
+             {"content": "Open tickets: T-101 and T-102."}],
+            lambda: {"list_items": _pages([[{"id": "T-101"}, {"id": "T-102"}]])}),
+        "three pages then an empty one": (
+            "list every invoice",
+            [call("list_items", page=1), call("list_items", page=2), call("list_items", page=3),
+             call("list_items", page=4), {"content": "Invoices: INV-201, INV-202, INV-203."}],
+            lambda: {"list_items": _pages([[{"id": "INV-201"}], [{"id": "INV-202"}], [{"id": "INV-203"}]])}),
+        "search with results on the first page only": (
+            "find products named lamp",
+            [call("search_products", q="lamp", page=1), call("search_products", q="lamp", page=2),
+             {"content": "Two lamps: P-311 and P-312."}],
+            lambda: {"search_products": lambda q, page: [{"id": "P-311"}, {"id": "P-312"}] if page == 1 else []}),
+        "offset pagination ends empty": (
+            "list the users",
+            [call("list_users", offset=0), call("list_users", offset=50), {"content": "Users: U-1001 and U-1002."}],
+            lambda: {"list_users": lambda offset: {"users": ["U-1001", "U-1002"]} if offset == 0 else {"users": []}}),
+        "optional coupon lookup finds nothing": (
+            "what is the total of order A1003?",
+            [call("get_order", order_id="A1003"), call("get_coupons", order_id="A1003"),
+             {"content": "Order A1003 totals $25.00 (no coupon applies)."}],
+            lambda: {"get_order": lambda order_id: {"id": order_id, "total": 25.0},
+                     "get_coupons": lambda order_id: []}),
+        "optional discount is null": (
+            "how much is the annual plan?",
+            [call("get_plan", name="annual"), call("get_discount", name="annual"),
+             {"content": "The annual plan costs $120.00."}],
+            lambda: {"get_plan": lambda name: {"name": name, "price": 120.0}, "get_discount": lambda name: None}),
+        "first warehouse empty, second has stock": (
+            "is SKU-30 available?",
+            [call("check_warehouse", sku="SKU-30", warehouse="north"),
+             call("check_warehouse", sku="SKU-30", warehouse="south"),
+             {"content": "Yes: 12 of SKU-30 in the south warehouse."}],
+            lambda: {"check_warehouse": lambda sku, warehouse: [] if warehouse == "north" else
+                     [{"sku": sku, "stock": 12, "warehouse": warehouse}]}),
+        "clarifying question, no tools": (
+            "refund my order",
+            [{"content": "Which order would you like refunded? Please give me its number."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id}}),
+        "clarifying question after a lookup": (
+            "refund my latest order",
+            [call("list_orders", customer="me"),
+             {"content": "You have orders A1001 and A1003. Which one should I refund?"}],
+            lambda: {"list_orders": lambda customer: {"orders": ["A1001", "A1003"]}}),
+        "greeting": ("hello", [{"content": "Hello! How can I help you today?"}], lambda: {}),
+        "two lookups then an answer": (
+            "refund Ada's latest order",
+            [call("get_customer", name="Ada"), call("get_latest_order", customer_id="C-77"),
+             {"content": "Ada's latest order O-5521 totals $25.00."}],
+            lambda: {"get_customer": lambda name: {"id": "C-77", "name": name},
+                     "get_latest_order": lambda customer_id: {"id": "O-5521", "total": 25.0}}),
+        "one lookup per item": (
+            "prices of SKU-1 and SKU-2?",
+            [call("get_price", sku="SKU-1"), call("get_price", sku="SKU-2"),
+             {"content": "SKU-1 costs $11.00 and SKU-2 costs $12.00."}],
+            lambda: {"get_price": lambda sku: {"sku": sku, "price": 11.0 if sku == "SKU-1" else 12.0}}),
+        "a wrong id corrected": (
+            "status of order A1001?",
+            [call("lookup_order", order_id="1001"), call("lookup_order", order_id="A1001"),
+             {"content": "Order A1001 is shipped."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id, "state": "shipped"} if order_id == "A1001"
+                     else {"error": "order not found"}}),
+        "calculator used twice": (
+            "what is 17 times 23, plus 100?",
+            [call("multiply", a=17, b=23), call("add", a=391, b=100), {"content": "17 x 23 + 100 = 491."}],
+            lambda: {"multiply": lambda a, b: {"result": a * b}, "add": lambda a, b: {"result": a + b}}),
+        "retry with a longer timeout after a timeout": (
+            "fetch report R-9",
+            [call("fetch_report", report_id="R-9", timeout=5), call("fetch_report", report_id="R-9", timeout=30),
+             {"content": "Report R-9 has 250 rows."}],
+            lambda: {"fetch_report": lambda report_id, timeout: {"id": report_id, "rows": 250} if timeout > 5
+                     else (_ for _ in ()).throw(TimeoutError("report timed out"))}),
+    }
+
+
+CORPUS = _corpus()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer({}) as s:
+        yield s
+
+
+def test_the_corpus_has_twenty_variants():
+    assert len(CORPUS) >= 20
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_a_healthy_run_is_neither_failed_nor_suspect(server, tmp_path, name):
+    user, turns, tools = CORPUS[name]
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools()))["runs"]
+    assert run["status"] == "ok", (run["status"], run["origin"], [(e["error_type"], e["reason"]) for e in run["errors"]])
+    assert run["critical"] is None

@@ -1,0 +1,119 @@
+"""Localising a failure that raised nothing (issue 27 §2): runs known to have failed
+(`analyze --all-failed`) with no proven error get ranked suspicions in `errors[]`, the first the
+run's origin, each naming its agent. Runs recorded through the real openai client and our
+exporter, and a multi-agent group chat in the GenAI conventions (as AG2 logs are converted); the
+report read as a user's script reads it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scenario_agent import analyze_json, call, record_run
+
+from otel_agent_trace import detectors
+from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer({}) as s:
+        yield s
+
+
+def test_answer_provenance_blames_the_step_that_called_the_tool(server, tmp_path):
+    path = record_run(server, tmp_path / "t.jsonl", "what does SKU-10 cost?", [
+        call("get_customer", name="Ada"), call("get_price", sku="SKU-10"), {"content": "SKU-10 costs $42.50."}],
+        {"get_customer": lambda name: {"id": "C-77"}, "get_price": lambda sku: {"sku": sku, "price": 42.5}})
+    [quiet] = analyze_json(path)["runs"]
+    assert quiet["status"] == "ok" and quiet["errors"] == []  # without the verdict: nothing to suspect
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["status"] == "failed"
+    origin = run["origin"]
+    assert origin["error_type"] == "answer_provenance" and origin["step_index"] == 1  # the get_price call's step
+    [entry] = [e for e in run["errors"] if e["span_id"] == origin["span_id"]]
+    assert entry["suspicion"] is True and "42.5" in entry["reason"] and "get_price" in entry["reason"]
+    assert entry["located_at"] == [origin["span_id"]]
+    assert entry["agent"] == "agent" and origin["agent"] == "agent"
+
+
+def test_an_assumption_is_suspected_first(server, tmp_path):
+    path = record_run(server, tmp_path / "t.jsonl", "what discount does C-77 get?", [
+        call("get_customer", name="Ada"),
+        {"content": "The discount service is not available here, so let's assume the usual discount of 15%: "
+                    "C-77 gets 15%."}],
+        {"get_customer": lambda name: {"id": "C-77", "tier": "gold"}})
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["error_type"] == "assumed_fact" and run["origin"]["step_index"] == 1
+    assert run["bug_class"] == "model_decision"
+    assert any("assume" in e["reason"] for e in run["errors"] if e["suspicion"])
+
+
+def test_a_proven_error_stays_the_origin(server, tmp_path):
+    def get_price(sku):
+        raise TimeoutError("price service timed out")
+
+    path = record_run(server, tmp_path / "t.jsonl", "what does SKU-10 cost?", [
+        call("get_price", sku="SKU-10"), {"content": "SKU-10 costs $42.50."}], {"get_price": get_price})
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["error_type"] in ("tool_timeout", "tool_error_result")  # (the loop returns the error text)
+    assert run["origin"]["tool"] == "get_price"
+    assert not any(e["suspicion"] for e in run["errors"])
+
+
+def _attr(key, value):
+    kind = "intValue" if isinstance(value, int) else "stringValue"
+    return {"key": key, "value": {kind: str(value) if kind == "intValue" else value}}
+
+
+def _group_chat(path, task, turns):
+    """A group chat as OTLP JSON: a root `invoke_agent`, one `chat {agent}` span per message."""
+    spans = [{"traceId": "ab" * 16, "spanId": "f" * 16, "name": "invoke_agent Team", "kind": 1,
+              "startTimeUnixNano": "1000000000", "endTimeUnixNano": str((len(turns) + 2) * 10**9),
+              "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", "Team"),
+                             _attr("input.value", task)]}]
+    for i, (agent, text) in enumerate(turns):
+        output = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])
+        spans.append({"traceId": "ab" * 16, "spanId": f"{i + 1:016x}", "parentSpanId": "f" * 16,
+                      "name": f"chat {agent}", "kind": 3, "startTimeUnixNano": str((i + 1) * 10**9 + 1),
+                      "endTimeUnixNano": str((i + 2) * 10**9),
+                      "attributes": [_attr("gen_ai.operation.name", "chat"), _attr("gen_ai.agent.name", agent),
+                                     _attr("gen_ai.output.messages", output)]})
+    doc = {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "team")]},
+                              "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]}]}
+    path.write_text(json.dumps(doc) + "\n")
+    return path
+
+
+def test_a_code_error_stated_only_in_text_is_charged_to_the_turn_that_wrote_the_code(tmp_path):
+    path = _group_chat(tmp_path / "chat.jsonl", "How many rows does sales.csv have?", [
+        ("Planner", "Plan: the analyst loads sales.csv and counts the rows."),
+        ("Analyst", "```python\nimport pandas as pd\nprint(len(pd.read_csv('sale.csv')))\n```"),
+        ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: FileNotFoundError: sale.csv"),
+        ("Checker", "The file could not be read, so the count is unknown. TERMINATE"),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["status"] == "failed"
+    assert run["origin"]["span_name"] == "chat Analyst" and run["origin"]["agent"] == "Analyst"
+    assert run["origin"]["error_type"] == "error_in_text"
+    [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
+    assert "exit code 1" in entry["reason"] and entry["agent"] == "Analyst"
+    assert all(e["agent"] for e in run["errors"])
+
+
+def test_a_value_from_an_execution_is_charged_to_the_turn_that_ran_it(tmp_path):
+    path = _group_chat(tmp_path / "chat.jsonl", "What is the mean order value?", [
+        ("Planner", "Plan: the analyst computes the mean from orders.csv."),
+        ("Analyst", "```python\nimport pandas as pd\nprint(pd.read_csv('orders.csv')['value'].mean())\n```"),
+        ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 73.25"),
+        ("Checker", "The mean order value is **73.25**. TERMINATE"),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["error_type"] == "answer_provenance" and run["origin"]["agent"] == "Analyst"
+    [quiet] = analyze_json(path)["runs"]
+    assert quiet["status"] == "ok" and quiet["origin"] is None
+
+
+def test_an_exponent_without_a_mantissa_is_an_id():
+    assert detectors.value_key("E0000") == "s:E0000"
+    assert detectors.distinctive_values("code E0000 at 1e5") == {"s:E0000", "n:100000"}
