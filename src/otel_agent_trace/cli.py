@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="ANSI colour in the text report (auto: when stdout is a terminal)")
     analyze.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
                          help="worker processes for large plain inputs (0, the default: one per core; 1: none)")
+    from otel_agent_trace.analyzer.judge.command import add_options as add_judge
+
+    add_judge(analyze)
     show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
     show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
@@ -70,10 +73,11 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list | None = None,
-                 trace_prefix: str | None = None):
+                 trace_prefix: str | None = None, judge: Any = None):
     """analyze() over the files and remote sources of `args`; None (after a message) when unusable.
 
-    `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then).
+    `streaming`: analyze_reduced() instead (findings reduced as they come; `rules` applied then;
+    `judge`: its verdicts written into the runs' entries, in one process).
     `trace_prefix`: only the traces whose id starts with it are analysed (`show`)."""
     from otel_agent_trace.analyzer.analysis import analyze
     from otel_agent_trace.analyzer.inputs import Progress, Remote, expand
@@ -107,7 +111,9 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     if streaming:
         form = getattr(args, "format", None)
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
-                               html=form == "html", encoded=form == "json", jobs=args.jobs or _cores())
+                               html=form == "html", encoded=form == "json" and judge is None,
+                               jobs=1 if judge is not None else args.jobs or _cores(),
+                               wrap=judge.wrap if judge is not None else None)
     return analyze(args.paths, remotes, budget_bytes=budget, progress=progress, trace_prefix=trace_prefix)
 
 
@@ -211,15 +217,24 @@ def _analyze(args: argparse.Namespace) -> int:
     if loaded is None:
         return EXIT_UNUSABLE
     rules, config = loaded
+    prices = config.get("prices") if isinstance(config.get("prices"), dict) else None
+    judge = None
+    if args.judge:  # (without --judge nothing of the judge is imported, nothing is sent)
+        from otel_agent_trace.analyzer.judge.command import start as start_judge
+
+        judge = start_judge(args, prices)
+        if judge is None:
+            return EXIT_UNUSABLE
     # streaming: each finding is reduced to what the report needs as it comes (memory bounded by
     # the budget and the largest trace, not the file); --rules are applied while locating
-    analysis = _read_inputs(args, streaming=True, rules=rules)
+    analysis = _read_inputs(args, streaming=True, rules=rules, judge=judge)
     if analysis is None:
         return EXIT_UNUSABLE
-    prices = config.get("prices") if isinstance(config.get("prices"), dict) else None
     from otel_agent_trace.analyzer.report.json_report import to_dict
 
     data = to_dict(analysis, prices, args.budget_usd)
+    if judge is not None:
+        data["judge"] = judge.summary()
     if args.format == "json":
         text: str | bytes = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
     elif args.format == "md":
@@ -234,7 +249,11 @@ def _analyze(args: argparse.Namespace) -> int:
         from otel_agent_trace.analyzer.report.text import render
 
         text = render(analysis, color=_color(args) and not args.output, data=data)
+    if judge is not None and args.format in ("text", "md"):
+        text += f"\n{judge.line()}\n"
     _write(text, args.output)
+    if judge is not None:
+        print(f"otel-agent-trace: {judge.line()}", file=sys.stderr)
     for item in analysis.inputs:
         if item.error:
             print(f"otel-agent-trace: {item.path}: {item.error}", file=sys.stderr)

@@ -49,7 +49,10 @@ def reducer(html: bool = False, encoded: bool = False) -> Callable[[Finding], Ru
 
 
 def analyze_reduced(paths: list[str], *args: Any, html: bool = False, encoded: bool = False,
+                    wrap: Callable[[Callable[[Finding], RunSummary]], Callable[[Finding], RunSummary]] | None = None,
                     **kwargs: Any) -> Reduced:
     """`analysis.analyze_reduced` with the reports' reducer (what the CLI runs); `encoded`: the
-    JSON report is the only one wanted (see `summarize`)."""
-    return analysis.analyze_reduced(paths, *args, reduce=reducer(html, encoded), **kwargs)
+    JSON report is the only one wanted (see `summarize`); `wrap`: a reducer around the reports'
+    one (`analyze --judge`'s, which rewrites the entries it judges)."""
+    reduce = reducer(html, encoded)
+    return analysis.analyze_reduced(paths, *args, reduce=wrap(reduce) if wrap else reduce, **kwargs)
