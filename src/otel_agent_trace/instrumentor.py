@@ -29,8 +29,8 @@ from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
-from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
-from otel_agent_trace.recorder.run import wrap_as_run
+from otel_agent_trace.recorder.exit_hooks import EXIT_HOOKS
+from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler, wrap_as_run
 from otel_agent_trace.replay import wire as replay_wire
 from otel_agent_trace.tools.decorator import wrap_tool
 

@@ -28,6 +28,7 @@ from otel_agent_trace.frameworks import langchain_callbacks
 from otel_agent_trace.recorder.delegation import agent_run, resume
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 TOOLS_MODULE = "langchain_core.tools.base"
 GRAPH_MODULE = "langgraph.pregel.main"
@@ -214,3 +215,5 @@ TARGETS = {
     GRAPH_MODULE: {"Pregel.invoke": graph_invoke, "Pregel.ainvoke": graph_ainvoke,
                    "Pregel.stream": graph_stream, "Pregel.astream": graph_astream},
 }
+INTEGRATION = Integration("langchain", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
+                                      for target, wrapper in targets.items()))

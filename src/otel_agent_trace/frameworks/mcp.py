@@ -18,21 +18,19 @@ listing, else at the run's first tool call through that session.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import Outcome, classify_result
 from otel_agent_trace.providers._translate import content_text, get, plain
 from otel_agent_trace.recorder.chat import GEN_AI_TOOL_DEFINITIONS
-from otel_agent_trace.recorder.handler import Handler, installed_handler
+from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 SESSION_MODULE, CLIENT_MODULE = "mcp.client.session", "mcp.client.client"
 _TOOLS = "_agent_trace_tools"  # on a ClientSession: tool name -> its definition
-# run -> the definitions written on its span (the union of its sessions' listings)
-_written: "weakref.WeakKeyDictionary[RunInvocation, dict[str, dict]]" = weakref.WeakKeyDictionary()
 
 
 async def call_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -65,7 +63,7 @@ def _begin(instance: Any, args: tuple, kwargs: dict) -> Invocation:
     arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
     run = handler.current_run()
     if run is not None:
-        _define(handler, run, _session(instance))
+        _define(run, _session(instance))
     return handler.tool(str(name), plain(arguments) if arguments is not None else {})
 
 
@@ -105,19 +103,17 @@ def _remember(session: Any, result: Any) -> None:
     handler = installed_handler()
     run = handler.current_run() if handler is not None else None
     if run is not None:
-        _define(handler, run, session)
+        _define(run, session)
 
 
-def _define(handler: Handler, run: RunInvocation, session: Any) -> None:
+def _define(run: RunInvocation, session: Any) -> None:
     """Write the run's definitions again when this session's listing adds to them."""
     tools = vars(session).get(_TOOLS) if hasattr(session, "__dict__") else None
     if not tools:
         return
-    with run.lock:
-        written = _written.setdefault(run, {})
-        if all(written.get(name) == tool for name, tool in tools.items()):
-            return
-        written.update(tools)
-        text = handler.content_json(list(written.values()))
-        if text is not None and not run.ended:
-            run.span.set_attribute(GEN_AI_TOOL_DEFINITIONS, text)
+    definitions = run.add_tool_definitions(tools)
+    text = run.content.json(definitions) if definitions is not None else None
+    if text is not None and not run.ended:
+        run.span.set_attribute(GEN_AI_TOOL_DEFINITIONS, text)
+INTEGRATION = Integration("mcp", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
+                                      for target, wrapper in targets.items()))

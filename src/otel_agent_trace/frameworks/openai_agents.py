@@ -30,7 +30,7 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
-from otel_agent_trace.recorder.state import explicit_run
+from otel_agent_trace.integration import ImportHook, Integration, Patch
 
 MODULE = "agents"
 TOOL_RUNNER = ("agents.run_internal.tool_execution", "_invoke_function_tool_with_metadata")
@@ -116,11 +116,11 @@ class AgentsProcessor:
             delegation = None
         root = delegation is None and current_explicit() is None
         if root:
-            handler.end_answered_runs()  # this thread's previous answered run is over
+            handler.implicit.end_answered()  # this thread's previous answered run is over
         run = handler.run(data.name, delegated_by=delegation.step if delegation else None)
         if not isinstance(run, RunInvocation):
             return
-        token = explicit_run.set(run)
+        token = run.enter()
         run.activate()
         agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None)
         with self._lock:
@@ -133,7 +133,7 @@ class AgentsProcessor:
             return
         agent.run.deactivate()
         try:
-            explicit_run.reset(agent.token)
+            agent.run.leave(agent.token)
         except ValueError:  # ended from another context than it started in
             pass
         error = _trips.pop(id(agent.run), None) or _error_of(span)
@@ -150,7 +150,7 @@ class AgentsProcessor:
             elif agent.root:
                 handler = installed_handler()
                 if handler is not None:
-                    handler.linger(agent.run)
+                    handler.implicit.linger(agent.run)
                 else:
                     agent.run.stop()
             else:
@@ -296,3 +296,8 @@ def register(module: Any) -> bool:
         module.add_trace_processor(processor(module))
         _registered = True
     return True
+
+
+INTEGRATION = Integration("openai_agents", tuple(Patch(module, target, wrapper)
+                                                 for (module, target), wrapper in WRAPPERS.items()),
+                          ImportHook(MODULE, register))

@@ -21,6 +21,7 @@ from otel_agent_trace.frameworks.runs import name_run, open_agent_run
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 _DEFERRALS = ("CallDeferred", "ApprovalRequired")
 
@@ -129,3 +130,5 @@ PATCHES = {
     "pydantic_ai.agent": (("Agent.iter", iter_wrapper),),
     "pydantic_ai.tool_manager": (("ToolManager.execute_tool_call", execute_wrapper),),
 }
+INTEGRATION = Integration("pydantic_ai", tuple(Patch(module, target, wrapper) for module, targets in PATCHES.items()
+                                      for target, wrapper in targets))

@@ -25,6 +25,7 @@ from otel_agent_trace.frameworks.runs import open_agent_run
 from otel_agent_trace.model import STEP_KIND, STEP_TOOL_CALLS
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 
 def agent_name(agent: Any) -> str:
@@ -141,3 +142,5 @@ PATCHES = {
     "smolagents.tools": (("Tool.__call__", tool_wrapper),),
     "smolagents.local_python_executor": (("timeout", timeout_wrapper),),
 }
+INTEGRATION = Integration("smolagents", tuple(Patch(module, target, wrapper) for module, targets in PATCHES.items()
+                                      for target, wrapper in targets))

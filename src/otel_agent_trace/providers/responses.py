@@ -33,6 +33,7 @@ from otel_agent_trace.providers._translate import (
 from otel_agent_trace.providers import responses_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, patches
 
 MODULE = "openai.resources.responses.responses"
 TARGETS = ("Responses.create", "AsyncResponses.create", "Responses.parse", "AsyncResponses.parse")
@@ -295,3 +296,6 @@ def _stop(invocation: Any, response: Any) -> None:
 
 
 wrapper = chat_wrapper(_request, end_call, "openai.responses", responses_replay.build)
+INTEGRATION = Integration("openai.responses", patches(MODULE, TARGETS, wrapper)
+                          + patches(CONVERSATIONS_MODULE, CONVERSATION_TARGETS, conversation_created)
+                          + patches(ITEMS_MODULE, ITEMS_TARGETS, items_added))
