@@ -23,6 +23,7 @@ from otel_agent_trace.integration import Integration, Patch
 from otel_agent_trace.recorder.exit_hooks import EXIT_HOOKS
 from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler, wrap_as_run
 from otel_agent_trace.registry import INTEGRATIONS
+from otel_agent_trace.replay import interceptor as replay_interceptor
 from otel_agent_trace.replay import wire as replay_wire
 from otel_agent_trace.tools.decorator import wrap_tool
 
@@ -60,7 +61,9 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         # the one configuration of this process (unknown keywords: TypeError)
         config = AgentTraceConfig.from_env(**kwargs) if kwargs else config_module.current()
         config_module.set_current(config)
-        set_handler(Handler(config, tracer_provider), installed=True)
+        handler = Handler(config, tracer_provider)
+        replay_interceptor.inject(handler)  # replay on: the handler answers calls from the recording
+        set_handler(handler, installed=True)
         EXIT_HOOKS.install()
         if config.cost:
             cost.preload()  # the optional price library loads in the background

@@ -24,22 +24,13 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import Outcome, classify_result
 from otel_agent_trace.providers._translate import content_text, get, plain
 from otel_agent_trace.recorder.chat import GEN_AI_TOOL_DEFINITIONS
+from otel_agent_trace.frameworks.tool_calls import tool_wrapper
 from otel_agent_trace.recorder.handler import installed_handler
-from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.integration import Integration, Patch
 
 SESSION_MODULE, CLIENT_MODULE = "mcp.client.session", "mcp.client.client"
 _TOOLS = "_agent_trace_tools"  # on a ClientSession: tool name -> its definition
-
-
-async def call_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """Wrapper of `ClientSession.call_tool` / `Client.call_tool`."""
-    invocation = safely("mcp.call_tool", _begin, instance, args, kwargs) or NoInvocation()
-    with invocation:
-        result = await wrapped(*args, **kwargs)
-        safely("mcp.call_tool result", _stop, invocation, result)
-    return result
 
 
 async def list_tools(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -49,26 +40,18 @@ async def list_tools(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
     return result
 
 
-TARGETS = {
-    SESSION_MODULE: {"ClientSession.call_tool": call_tool, "ClientSession.list_tools": list_tools},
-    CLIENT_MODULE: {"Client.call_tool": call_tool},
-}
-
-
-def _begin(instance: Any, args: tuple, kwargs: dict) -> Invocation:
-    handler = installed_handler()
-    if handler is None:
-        return NoInvocation()
+def _describe(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, None]:
     name = args[0] if args else kwargs.get("name")
     arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
-    run = handler.current_run()
+    handler = installed_handler()
+    run = handler.current_run() if handler is not None else None
     if run is not None:
         _define(run, _session(instance))
-    return handler.tool(str(name), plain(arguments) if arguments is not None else {})
+    return str(name), plain(arguments) if arguments is not None else {}, None
 
 
-def _stop(invocation: Invocation, result: Any) -> None:
-    invocation.stop(result_value(result))
+def _result(instance: Any, result: Any) -> Any:
+    return result_value(result)
 
 
 def result_value(result: Any) -> Any:
@@ -115,5 +98,14 @@ def _define(run: RunInvocation, session: Any) -> None:
     text = run.content.json(definitions) if definitions is not None else None
     if text is not None and not run.ended:
         run.span.set_attribute(GEN_AI_TOOL_DEFINITIONS, text)
+
+
+# `ClientSession.call_tool` / `Client.call_tool`
+call_tool = tool_wrapper(_describe, _result, "mcp.call_tool")
+
+TARGETS = {
+    SESSION_MODULE: {"ClientSession.call_tool": call_tool, "ClientSession.list_tools": list_tools},
+    CLIENT_MODULE: {"Client.call_tool": call_tool},
+}
 INTEGRATION = Integration("mcp", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
                                       for target, wrapper in targets.items()))

@@ -18,11 +18,12 @@ tools are still recorded where they run.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from opentelemetry import trace
 
@@ -30,6 +31,7 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
+from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
 from otel_agent_trace.integration import ImportHook, Integration, Patch
 
 MODULE = "agents"
@@ -218,26 +220,30 @@ def processor(module: Any) -> Any:
 
 
 # --- the tool runner -------------------------------------------------------------------------------
-async def run_tool(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """Wrapper of the SDK's function-tool invocation: one explicit tool span with the call id."""
-    handler = installed_handler()
-    if handler is None:
-        return await wrapped(*args, **kwargs)
+def _describe_tool(instance: Any, args: Any, kwargs: dict[str, Any]) -> tuple[str, Any, str | None]:
+    """The SDK's function-tool invocation: the tool, its arguments and the model's call id."""
     function_tool, context = kwargs.get("function_tool"), kwargs.get("context")
-    invocation = handler.tool(str(getattr(function_tool, "name", "tool")), kwargs.get("arguments"),
-                              call_id=getattr(context, "tool_call_id", None))
-    handled: list[BaseException] = []
-    token = _handled.set(handled)
+    return str(getattr(function_tool, "name", "tool")), kwargs.get("arguments"), getattr(context, "tool_call_id", None)
+
+
+def _tool_result(instance: Any, result: Any) -> Any:
+    """The tool's output, or its exception when the SDK turned it into text for the model."""
+    handled = _handled.get()
+    return Failed(handled[-1]) if handled else getattr(result, "output", result)
+
+
+@contextlib.contextmanager
+def _handling() -> Iterator[None]:
+    """Around one tool: collects the exceptions the SDK's failure formatter sees (`note_handled`)."""
+    token = _handled.set([])
     try:
-        with invocation:
-            result = await wrapped(*args, **kwargs)
-            if handled:
-                invocation.fail(handled[-1])
-            else:
-                invocation.stop(getattr(result, "output", result))
+        yield
     finally:
         _handled.reset(token)
-    return result
+
+
+# the SDK's function-tool invocation: one explicit tool span with the call id
+run_tool = tool_wrapper(_describe_tool, _tool_result, "agents.tool", scope=_handling)
 
 
 def note_handled(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:

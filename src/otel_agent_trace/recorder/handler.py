@@ -36,6 +36,7 @@ from otel_agent_trace.model import INSTRUMENTATION_SCOPE, ChatRequest
 from otel_agent_trace.recorder.chat import ChatInvocation, open_chat
 from otel_agent_trace.recorder.content import ContentPolicy
 from otel_agent_trace.recorder.implicit_runs import ImplicitRuns
+from otel_agent_trace.recorder.interceptor import Interceptor
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit, live
 from otel_agent_trace.recorder.state import active_tool, implicit_run, model_call
@@ -51,6 +52,7 @@ class Handler:
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
         self.tracer_provider = tracer_provider
         self.content = ContentPolicy(self.config)
+        self.interceptor: Interceptor | None = None  # answers calls in place of the real ones (replay)
         self.enabled = True
         self.implicit = ImplicitRuns(self.config, self._implicit_run, lambda: _active is self)
 
