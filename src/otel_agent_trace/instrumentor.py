@@ -30,6 +30,7 @@ from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
+from otel_agent_trace.recorder import flush as flush_hooks
 from otel_agent_trace.recorder.run import wrap_as_run
 from otel_agent_trace.replay import wire as replay_wire
 from otel_agent_trace.tools.decorator import wrap_tool
@@ -77,6 +78,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(config)
         set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
+        safely("install flush hooks", flush_hooks.install)
         if config.cost:
             cost.preload()  # the optional price library loads in the background
         self._active = True
@@ -110,6 +112,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         safely("replay wire: uninstall", replay_wire.uninstall)
         get_handler().end_implicit_runs()
         EXIT_HOOKS.uninstall()
+        safely("remove flush hooks", flush_hooks.uninstall)
         set_handler(None)
         config_module.set_current(None)
 

@@ -103,7 +103,7 @@ class ChatInvocation(Invocation):
         span.end()
         self.step.span.set_attributes({ERROR_TYPE: ErrorType.LLM_ERROR.value, LIFECYCLE_PHASE: Phase.ORIGIN.value})
         self.step.phase = Phase.ORIGIN.value
-        self.run.last_active_ns = time.time_ns()
+        self.run.last_active_ns = self.run.failed_call_ns = time.time_ns()
 
 
 def open_chat(handler: "Handler", run: RunInvocation, request: ChatRequest, hashes: list[str]) -> ChatInvocation:
@@ -264,3 +264,5 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
         if step.final:
             run.answered_ns = now
             guards.check_final_answer(inv.handler, run, step, response.content)
+            if run.open_step is step:
+                run.close_open_step(now)  # the answer ends its step: only the run span lingers

@@ -37,7 +37,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_agent_trace import hashing
-from otel_agent_trace._failopen import log_once, safely
+from otel_agent_trace._failopen import log_once, logger, safely
 from otel_agent_trace import config as config_module
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.model import INSTRUMENTATION_SCOPE, ChatRequest
@@ -64,6 +64,12 @@ class Handler:
         self._open: dict[int, RunInvocation] = {}  # open implicit runs, oldest first
         self._open_lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
+        # answered runs a provider flush ended (recorder/flush.py): a later exception of their
+        # thread or task still fails them, with a `run_outcome` span; forgotten when it starts another
+        self._flushed: dict[int, RunInvocation] = {}
+        self.explicit_runs: weakref.WeakSet[RunInvocation] = weakref.WeakSet()  # live agent_run / entry points
+        self.shut_down = False  # its tracer provider shut down: nothing more is recorded
+        self.refused = 0  # invocations not recorded since
 
     # --- invocations ----------------------------------------------------------------------------
     def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None,
@@ -71,7 +77,7 @@ class Handler:
         """An explicit run: `with handler.run("name"):` records everything inside as one run.
         `delegated_by`: the step or tool span of another run that handed the work to this one (a
         sub-agent): the run nests under it with a `delegated_to` link."""
-        if not self.enabled:
+        if not self.enabled or self.shut_down and self.refuse("run"):
             return NoInvocation()
         run = safely("run.start", RunInvocation, self, name, False, validate, delegated_by)
         return run if run is not None else NoInvocation()
@@ -79,7 +85,7 @@ class Handler:
     def chat(self, request: ChatRequest) -> Invocation:
         """One LLM call: finds or opens its run, records the tool results the request carries,
         opens the step and the chat span. May raise `AgentBudgetExceeded` (BUDGET_ACTION=raise)."""
-        if not self.enabled or not is_instrumentation_enabled():
+        if not self.enabled or not is_instrumentation_enabled() or self.shut_down and self.refuse("chat"):
             return NoInvocation()
         invocation = safely("chat.start", self._start_chat, request)
         return invocation if invocation is not None else NoInvocation()
@@ -88,7 +94,7 @@ class Handler:
              reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Invocation:
         """One tool execution inside the current run (outside a run, or inside another recorded
         tool, nothing is recorded). `reads` / `writes` name arguments that are resources."""
-        if not self.enabled or active_tool.get() is not None:
+        if not self.enabled or active_tool.get() is not None or self.shut_down and self.refuse("tool"):
             return NoInvocation()
         run = self.current_run()
         if run is None:
@@ -136,6 +142,7 @@ class Handler:
             run = RunInvocation(self, None, True, start_ns=request.started_ns)
             run.thread = thread
             stale += self._keep_open(run)
+            self._forget_flushed(thread)
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
@@ -205,6 +212,8 @@ class Handler:
         now = time.time_ns()
         run.answered_ns = run.answered_ns or now
         run.last_active_ns = now
+        with run.lock:
+            run.close_open_step(now)  # its last step is over: only the run span lingers
         run.thread, run.task = threading.get_ident(), _current_task()
         with self._open_lock:
             stale = self._keep_open(run)
@@ -216,6 +225,7 @@ class Handler:
         thread = threading.get_ident()
         with self._open_lock:
             over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
+            self._forget_flushed(thread)
         for run in over:
             self.end_run(run)
 
@@ -241,12 +251,52 @@ class Handler:
         scheduled by the garbage collector, a helper task of a library) ends nothing."""
         with self._open_lock:
             runs = [r for r in self._open.values() if not r.ended]
-        if task is not None:
-            mine = [r for r in runs if r.task is not None and r.task() is task]
-        else:
-            mine = [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)
+            flushed = list(self._flushed.values())
+        mine = _of(runs, thread, task)
         if mine:
             self.end_run(max(mine, key=lambda r: r.last_active_ns), exc)
+            return
+        mine = _of(flushed, thread, task)  # a flush already exported it: a `run_outcome` says so
+        if mine:
+            run = max(mine, key=lambda r: r.last_active_ns)
+            with self._open_lock:
+                self._flushed.pop(id(run), None)
+            run.report_outcome(exc)
+
+    # --- the tracer provider flushes or shuts down (recorder/flush.py) -------------------------------
+    def end_for_flush(self, shutdown: bool) -> None:
+        """End every open implicit run that is over (`RunInvocation.over`: answered, or its last
+        model call failed; at shutdown: every run, explicit ones too, marked
+        `ended_by=provider_shutdown` when they had not ended by themselves), so that the flush
+        exports them whole. A run a flush ended stays reachable by `crashed`."""
+        with self._open_lock:
+            runs = list(self._open.values())
+        if not shutdown:
+            runs = [r for r in runs if r.over]  # (`over` takes the run's lock: not under ours)
+            with self._open_lock:
+                for run in runs:
+                    self._flushed[id(run)] = run
+                while len(self._flushed) > _MAX_OPEN_IMPLICIT:
+                    self._flushed.pop(next(iter(self._flushed)))
+        for run in runs:
+            safely("flush: end run", self.end_run, run)
+        if shutdown:
+            for run in list(self.explicit_runs):
+                safely("shutdown: end run", run.end_by_shutdown)
+            self.shut_down = True
+
+    def refuse(self, kind: str) -> bool:
+        """An invocation after the provider shut down: counted, logged once, not recorded."""
+        self.refused += 1
+        if self.refused == 1:
+            logger.warning("otel-agent-trace: the tracer provider was shut down; this %s and everything after it "
+                           "are not recorded (counted in the handler's `refused`)", kind)
+        return True
+
+    def _forget_flushed(self, thread: int) -> None:
+        """`thread` starts another run: its flushed runs are over (call with `_open_lock` held)."""
+        for key in [k for k, r in self._flushed.items() if r.thread == thread]:
+            del self._flushed[key]
 
     # --- content ----------------------------------------------------------------------------------
     def final_schema(self) -> dict | None:
@@ -340,6 +390,13 @@ def record_tool(name: str, arguments: Any = None, call_id: str | None = None,
                 reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Invocation:
     """Record one tool execution: `with record_tool("lookup", args, call_id) as t: t.stop(result)`."""
     return get_handler().tool(name, arguments, call_id, reads, writes)
+
+
+def _of(runs: list[RunInvocation], thread: int | None, task: Any) -> list[RunInvocation]:
+    """The runs an uncaught exception of `thread` (None: the program) or asyncio `task` ends."""
+    if task is not None:
+        return [r for r in runs if r.task is not None and r.task() is task]
+    return [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)
 
 
 def _current_task() -> Any:
