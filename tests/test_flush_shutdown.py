@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import flush_agent
+import pytest
 from client_helpers import spans_of
 
 from otel_agent_trace.model import RUN_ENDED_BY, RUN_OUTCOME_OF, RUN_OUTCOME_SPAN
@@ -73,10 +75,10 @@ def test_flush_and_shutdown_at_the_end_keep_the_whole_run(tmp_path):
     report, warnings = analyze(path)
     assert "orphan" not in warnings, warnings
     assert [(r["status"], r["steps"]) for r in report["runs"]] == [("ok", 3)]
-    # only the run lingered: each step ended at its step's end, the last with its answer
+    # the last step ended with the run, at its last activity (the answer), not at the flush
     spans = {s["name"]: s for s in spans_of(path)}
     last_chat_end = max(int(s["endTimeUnixNano"]) for s in spans_of(path) if s["name"].startswith("chat"))
-    assert int(spans["agent_step 2"]["endTimeUnixNano"]) <= int(spans["invoke_agent"]["endTimeUnixNano"])
+    assert int(spans["agent_step 2"]["endTimeUnixNano"]) == int(spans["invoke_agent"]["endTimeUnixNano"])
     assert int(spans["agent_step 2"]["endTimeUnixNano"]) >= last_chat_end
     assert RUN_ENDED_BY not in spans["invoke_agent"]["attrs"]  # it had answered: ended by the flush, not cut
 
@@ -154,3 +156,79 @@ def test_serverless_handler_flushed_after_each_invocation_then_frozen(tmp_path):
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+# --- in process: the paths one by one (real SDK, real openai client, our processor in front) ------
+@pytest.fixture
+def recorded():
+    """(provider, processor, exporter, client): our processor in front of an in-memory exporter."""
+    import openai
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+    from otel_agent_trace.processor import AgentTraceSpanProcessor
+    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    processor = AgentTraceSpanProcessor(next=SimpleSpanProcessor(exporter))
+    provider.add_span_processor(processor)
+    instrumentor = AgentTraceInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAIServer(flush_agent.SCRIPTS) as server:
+            yield provider, processor, exporter, openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+    finally:
+        instrumentor.uninstrument()
+
+
+def _names(exporter: Any) -> collections.Counter:
+    return collections.Counter(s.name for s in exporter.get_finished_spans())
+
+
+def test_our_processors_own_force_flush_ends_the_lingering_run_first(recorded):
+    provider, processor, exporter, client = recorded
+    flush_agent.agent(client, "ticket 1: where are my orders?")
+    assert "invoke_agent" not in _names(exporter)  # it lingers after its answer
+    processor.force_flush()
+    assert _names(exporter) == LOOP_SPANS
+
+
+def test_an_agent_run_open_at_shutdown_ends_before_it(recorded):
+    from otel_agent_trace import agent_run
+
+    provider, processor, exporter, client = recorded
+    with agent_run("support"):
+        flush_agent.agent(client, "ticket 1: where are my orders?")
+        provider.shutdown()  # a worker shutting down on a signal, its run still open
+        before = _names(exporter)
+        flush_agent.agent(client, "ticket 2: where are my orders?")  # not recorded
+    expected = LOOP_SPANS - collections.Counter({"invoke_agent": 1}) + collections.Counter({"invoke_agent support": 1})
+    assert before == _names(exporter) == expected
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent support"]
+    assert run.attributes[RUN_ENDED_BY] == "provider_shutdown"
+
+
+def test_spans_ending_after_shutdown_are_counted_and_logged_once(recorded, caplog):
+    provider, processor, exporter, client = recorded
+    provider.shutdown()
+    tracer = provider.get_tracer("another.instrumentation")
+    for _ in range(3):
+        tracer.start_span("GET /orders").end()
+    assert processor.stats["after_shutdown"] == 3
+    said = [r for r in caplog.records if "ended after the tracer provider shut down" in r.getMessage()]
+    assert len(said) == 1
+    assert _names(exporter) == collections.Counter()
+
+
+def test_a_flush_of_another_provider_leaves_our_run_open(recorded):
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider, processor, exporter, client = recorded
+    flush_agent.agent(client, "ticket 1: where are my orders?")
+    TracerProvider(shutdown_on_exit=False).force_flush()  # not the one we record to
+    assert "invoke_agent" not in _names(exporter)
+    provider.force_flush()
+    assert _names(exporter) == LOOP_SPANS

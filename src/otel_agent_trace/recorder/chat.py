@@ -264,5 +264,3 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
         if step.final:
             run.answered_ns = now
             guards.check_final_answer(inv.handler, run, step, response.content)
-            if run.open_step is step:
-                run.close_open_step(now)  # the answer ends its step: only the run span lingers
