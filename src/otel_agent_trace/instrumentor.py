@@ -20,6 +20,7 @@ from otel_agent_trace import cost
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.integration import Integration, Patch
+from otel_agent_trace.recorder import flush as flush_hooks
 from otel_agent_trace.recorder.exit_hooks import EXIT_HOOKS
 from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler, wrap_as_run
 from otel_agent_trace.registry import INTEGRATIONS
@@ -65,6 +66,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         replay_interceptor.inject(handler)  # replay on: the handler answers calls from the recording
         set_handler(handler, installed=True)
         EXIT_HOOKS.install()
+        safely("install flush hooks", flush_hooks.install)
         if config.cost:
             cost.preload()  # the optional price library loads in the background
         self._active = True
@@ -88,6 +90,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         safely("replay wire: uninstall", replay_wire.uninstall)
         get_handler().end_implicit_runs()
         EXIT_HOOKS.uninstall()
+        safely("remove flush hooks", flush_hooks.uninstall)
         set_handler(None)
         config_module.set_current(None)
 

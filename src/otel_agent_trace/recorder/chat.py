@@ -96,7 +96,7 @@ class ChatInvocation(Invocation):
         span.end()
         self.step.span.set_attributes({ERROR_TYPE: ErrorType.LLM_ERROR.value, LIFECYCLE_PHASE: Phase.ORIGIN.value})
         self.step.phase = Phase.ORIGIN.value
-        self.run.touch()
+        self.run.call_failed()
 
 
 def open_chat(run: RunInvocation, request: ChatRequest, hashes: list[str]) -> ChatInvocation:

@@ -37,7 +37,7 @@ def _open(handler: Handler, name: str | None) -> tuple[RunInvocation, bool]:
     delegating = _delegating_span(handler)
     if delegating is None:
         handler.implicit.end_answered()
-    return RunInvocation(handler.tracer, handler.config, handler.content, name, False, None, delegating), delegating is not None
+    return handler.new_run(name, None, delegating), delegating is not None
 
 
 class AgentRun(Invocation):

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import inspect
 import threading
+import weakref
 from typing import Any, Callable, Iterable, Iterator
 
 from opentelemetry import trace
@@ -29,7 +30,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_agent_trace import config as config_module
 from otel_agent_trace import hashing
-from otel_agent_trace._failopen import safely
+from otel_agent_trace._failopen import logger, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.model import INSTRUMENTATION_SCOPE, ChatRequest
@@ -55,6 +56,9 @@ class Handler:
         self.interceptor: Interceptor | None = None  # answers calls in place of the real ones (replay)
         self.enabled = True
         self.implicit = ImplicitRuns(self.config, self._implicit_run, lambda: _active is self)
+        self.explicit_runs: weakref.WeakSet[RunInvocation] = weakref.WeakSet()  # live agent_run / entry points
+        self.shut_down = False  # its tracer provider shut down: nothing more is recorded
+        self.refused = 0  # invocations not recorded since
 
     # --- invocations ----------------------------------------------------------------------------
     def run(self, name: str | None = None, validate: Callable[[str], Any] | None = None,
@@ -62,11 +66,17 @@ class Handler:
         """An explicit run: `with handler.run("name"):` records everything inside as one run.
         `delegated_by`: the step or tool span of another run that handed the work to this one (a
         sub-agent): the run nests under it with a `delegated_to` link."""
-        if not self.enabled:
+        if not self.enabled or self.shut_down and self.refuse("run"):
             return NoInvocation()
-        run = safely("run.start", RunInvocation, self.tracer, self.config, self.content, name, False, validate,
-                     delegated_by)
+        run = safely("run.start", self.new_run, name, validate, delegated_by)
         return run if run is not None else NoInvocation()
+
+    def new_run(self, name: str | None, validate: Callable[[str], Any] | None = None,
+                delegated_by: trace.Span | None = None) -> RunInvocation:
+        """An explicit run, remembered so that a provider shutdown ends it first."""
+        run = RunInvocation(self.tracer, self.config, self.content, name, False, validate, delegated_by)
+        self.explicit_runs.add(run)
+        return run
 
     def _implicit_run(self, start_ns: int | None) -> RunInvocation:
         return RunInvocation(self.tracer, self.config, self.content, None, True, start_ns=start_ns)
@@ -74,7 +84,7 @@ class Handler:
     def chat(self, request: ChatRequest) -> Invocation:
         """One LLM call: finds or opens its run, records the tool results the request carries,
         opens the step and the chat span. May raise `AgentBudgetExceeded` (BUDGET_ACTION=raise)."""
-        if not self.enabled or not is_instrumentation_enabled():
+        if not self.enabled or not is_instrumentation_enabled() or self.shut_down and self.refuse("chat"):
             return NoInvocation()
         invocation = safely("chat.start", self._start_chat, request)
         return invocation if invocation is not None else NoInvocation()
@@ -83,7 +93,7 @@ class Handler:
              reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Invocation:
         """One tool execution inside the current run (outside a run, or inside another recorded
         tool, nothing is recorded). `reads` / `writes` name arguments that are resources."""
-        if not self.enabled or active_tool.get() is not None:
+        if not self.enabled or active_tool.get() is not None or self.shut_down and self.refuse("tool"):
             return NoInvocation()
         run = self.current_run()
         if run is None:
@@ -102,6 +112,25 @@ class Handler:
     def end_implicit_runs(self) -> None:
         """End every open implicit run (process exit, uninstrument, tests)."""
         self.implicit.end_all()
+
+    # --- the tracer provider flushes or shuts down (recorder/flush.py) ---------------------------
+    def end_for_flush(self, shutdown: bool) -> None:
+        """End the lingering runs that are over (at shutdown: every run, explicit ones too, marked
+        `ended_by=provider_shutdown` when they had not ended by themselves), so that the flush
+        exports them whole."""
+        self.implicit.end_for_flush(shutdown)
+        if shutdown:
+            for run in list(self.explicit_runs):
+                safely("shutdown: end run", run.end_by_shutdown)
+            self.shut_down = True
+
+    def refuse(self, kind: str) -> bool:
+        """An invocation after the provider shut down: counted, logged once, not recorded."""
+        self.refused += 1
+        if self.refused == 1:
+            logger.warning("otel-agent-trace: the tracer provider was shut down; this %s and everything after it "
+                           "are not recorded (counted in the handler's `refused`)", kind)
+        return True
 
     # --- chat: which run ------------------------------------------------------------------------
     def _start_chat(self, request: ChatRequest) -> ChatInvocation:

@@ -35,6 +35,9 @@ class ImplicitRuns:
         self._open: dict[int, RunInvocation] = {}
         self._lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
+        # answered runs a provider flush ended (recorder/flush.py): a later exception of their
+        # thread or task still fails them, with a `run_outcome` span; forgotten when it starts another
+        self._flushed: dict[int, RunInvocation] = {}
 
     # --- which run a request continues ----------------------------------------------------------
     def run_for(self, request: ChatRequest, hashes: list[str]) -> RunInvocation:
@@ -53,6 +56,7 @@ class ImplicitRuns:
             run = self._open_run(request.started_ns)
             run.bind_caller()
             stale += self._keep_open(run)
+            self._forget_flushed(thread)
         for old in stale:
             self.end_run(old)
         implicit_run.set(run)
@@ -132,6 +136,7 @@ class ImplicitRuns:
         thread = threading.get_ident()
         with self._lock:
             over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
+            self._forget_flushed(thread)
         for run in over:
             self.end_run(run)
 
@@ -157,9 +162,43 @@ class ImplicitRuns:
         scheduled by the garbage collector, a helper task of a library) ends nothing."""
         with self._lock:
             runs = [r for r in self._open.values() if not r.ended]
-        if task is not None:
-            mine = [r for r in runs if r.task is not None and r.task() is task]
-        else:
-            mine = [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)
+            flushed = list(self._flushed.values())
+        mine = _of(runs, thread, task)
         if mine:
             self.end_run(max(mine, key=lambda r: r.last_active_ns), exc)
+            return
+        mine = _of(flushed, thread, task)  # a flush already exported it: a `run_outcome` says so
+        if mine:
+            run = max(mine, key=lambda r: r.last_active_ns)
+            with self._lock:
+                self._flushed.pop(id(run), None)
+            run.report_outcome(exc)
+
+    # --- the tracer provider flushes or shuts down (recorder/flush.py) ---------------------------
+    def end_for_flush(self, shutdown: bool) -> None:
+        """End every open run that is over (`RunInvocation.over`: answered, or its last model
+        call failed; at shutdown: every one), so that the flush exports them whole. A run a flush
+        ended stays reachable by `crashed`."""
+        with self._lock:
+            runs = list(self._open.values())
+        if not shutdown:
+            runs = [r for r in runs if r.over]  # (`over` takes the run's lock: not under ours)
+            with self._lock:
+                for run in runs:
+                    self._flushed[id(run)] = run
+                while len(self._flushed) > MAX_OPEN:
+                    self._flushed.pop(next(iter(self._flushed)))
+        for run in runs:
+            safely("flush: end run", self.end_run, run)
+
+    def _forget_flushed(self, thread: int) -> None:
+        """`thread` starts another run: its flushed runs are over (call with `_lock` held)."""
+        for key in [k for k, r in self._flushed.items() if r.thread == thread]:
+            del self._flushed[key]
+
+
+def _of(runs: list[RunInvocation], thread: int | None, task: Any) -> list[RunInvocation]:
+    """The runs an uncaught exception of `thread` (None: the program) or asyncio `task` ends."""
+    if task is not None:
+        return [r for r in runs if r.task is not None and r.task() is task]
+    return [r for r in runs if r.thread == thread] or ([] if thread is not None else runs)

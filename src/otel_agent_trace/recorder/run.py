@@ -21,9 +21,10 @@ from collections import Counter
 from typing import Any, Callable, Iterable, TypeVar
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id
 
 from otel_agent_trace import hashing
+from otel_agent_trace.causes import cause
 from otel_agent_trace.hashing import value_key
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.errors import AgentBudgetExceeded
@@ -36,7 +37,10 @@ from otel_agent_trace.model import (
     LIFECYCLE_PHASE,
     OP_INVOKE_AGENT,
     RUN_AGENTS,
+    RUN_ENDED_BY,
     RUN_IMPLICIT,
+    RUN_OUTCOME_OF,
+    RUN_OUTCOME_SPAN,
     ChatRequest,
     ChatResponse,
     ErrorType,
@@ -113,6 +117,7 @@ class RunInvocation(Invocation):
         self.resource_writers: dict[str, ToolRecord] = {}
         self.budget_exceeded: str | None = None
         self.answered_ns: int | None = None  # when the model last gave a final answer
+        self.failed_call_ns: int | None = None  # when a model call last failed (its error reached the program)
         self.last_active_ns = time.time_ns()
         self.tools_recorded: Any = None  # the tool list last written as gen_ai.tool.definitions
         self.tool_definitions: dict[str, dict] = {}  # tool listings of its sessions (mcp), by name
@@ -125,6 +130,13 @@ class RunInvocation(Invocation):
     @property
     def ended(self) -> bool:
         return self.settled
+
+    @property
+    def over(self) -> bool:
+        """The program has what it gets from this run: the model answered, or its last call
+        failed with nothing pending (a flush ends such a run, `Handler.end_for_flush`)."""
+        return self.answered_ns is not None or (
+            self.failed_call_ns is not None and self.failed_call_ns >= self.last_active_ns and not self.open_calls())
 
     # --- as a context manager: the explicit run of the code inside ------------------------------
     def __enter__(self) -> "RunInvocation":
@@ -160,6 +172,27 @@ class RunInvocation(Invocation):
                 self.mark_critical(ErrorType.RUN_EXCEPTION, f"{type(exc).__name__}: {exc}", exc)
             self.span.end()
 
+    def end_by_shutdown(self) -> None:
+        """The tracer provider shuts down while this run is open: it ends now, saying why (its
+        outcome is unknown: status unset), rather than after the provider can export it."""
+        if not self.settled:
+            self.span.set_attribute(RUN_ENDED_BY, "provider_shutdown")
+            self.stop()
+
+    def report_outcome(self, exc: BaseException) -> None:
+        """`exc` failed this run after a flush had exported it: a `run_outcome` span under the
+        run says so (an ended span cannot change); the analyzer reads the run as failed."""
+        span = self.tracer.start_span(RUN_OUTCOME_SPAN, context=trace.set_span_in_context(self.span),
+                                      kind=SpanKind.INTERNAL,
+                                      attributes={RUN_OUTCOME_OF: format_span_id(self.span.get_span_context().span_id)})
+        exc = cause(exc)
+        span.set_attribute(LIFECYCLE_PHASE, Phase.CRITICAL.value)
+        span.set_attribute(ERROR_TYPE, ErrorType.RUN_EXCEPTION.value)
+        span.set_attribute(ERROR_TYPE_SEMCONV, type(exc).__qualname__)
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
+
     def mark_critical(self, error_type: ErrorType, description: str, exc: BaseException | None = None) -> None:
         span = self.span
         span.set_attribute(LIFECYCLE_PHASE, Phase.CRITICAL.value)
@@ -183,6 +216,11 @@ class RunInvocation(Invocation):
     def touch(self, now: int | None = None) -> None:
         self.last_active_ns = now or time.time_ns()
 
+    def call_failed(self) -> None:
+        """A model call of this run failed: its error reached the program."""
+        with self.lock:
+            self.last_active_ns = self.failed_call_ns = time.time_ns()
+
     def bind_caller(self) -> None:
         """Remember the thread and asyncio task of the caller: where the run's end is looked for."""
         with self.lock:
@@ -194,6 +232,7 @@ class RunInvocation(Invocation):
         with self.lock:
             self.answered_ns = self.answered_ns or now
             self.last_active_ns = now
+            self.close_open_step(now)  # its last step is over: only the run span lingers
             self.thread, self.task = threading.get_ident(), current_task()
 
     def add_agent(self, agent: str) -> None:
