@@ -65,7 +65,7 @@ async def ahandle_ticket(client: Any, ticket: str) -> str:
 def main() -> int:
     import ollama
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = ollama.Client(host=server.base_url.removesuffix("/v1"))

@@ -24,7 +24,7 @@ import sys
 import openai
 from opentelemetry import trace
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "Look an order up",
                                            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}]

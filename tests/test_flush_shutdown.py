@@ -169,7 +169,7 @@ def recorded():
 
     from otel_agent_trace.instrumentor import AgentTraceInstrumentor
     from otel_agent_trace.processor import AgentTraceSpanProcessor
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)

@@ -18,7 +18,7 @@ from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
 from otel_agent_trace.providers import ollama as ollama_provider
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, _, RECOVERED, _ = support_agent.TICKETS
 MODEL = ollama_agent.MODEL

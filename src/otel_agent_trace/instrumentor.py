@@ -26,7 +26,7 @@ from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler,
 from otel_agent_trace.registry import INTEGRATIONS
 from otel_agent_trace.replay import interceptor as replay_interceptor
 from otel_agent_trace.replay import wire as replay_wire
-from otel_agent_trace.tools.decorator import wrap_tool
+from otel_agent_trace.tool_decorator import wrap_tool
 
 # keywords other instrumentors accept, which callers pass to all of them alike
 _OTHER_PROVIDERS = ("meter_provider", "logger_provider", "event_logger_provider")

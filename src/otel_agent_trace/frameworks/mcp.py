@@ -5,7 +5,7 @@ run's `gen_ai.tool.definitions`.
 `handler.tool(name, arguments)`: one `execute_tool {name}` span, current while the request is
 out, so mcp's own `MCP send tools/call {name}` client span, and the server's span that continues
 the trace through `_meta`, nest under it. Its call id is that of the run's pending tool call
-with the same name and arguments (`recorder/tools.start_tool`), and the inferred span for that
+with the same name and arguments (`recorder/tool_spans.start_tool`), and the inferred span for that
 call is then never written. Its result is what the tool returned: the structured content (mcp's
 `{"result": ...}` wrapper of a non-object return taken off), else the text of the content
 blocks; an `isError` result is a failed result (its text, prefixed `Error:` unless it says so,

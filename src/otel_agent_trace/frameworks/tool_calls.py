@@ -7,7 +7,7 @@ or None to leave the call alone, and `result(instance, returned)` → the value 
 raised exception means (the exception to fail with, or a value to stop with: a deferral is no
 failure), `scope()` → a context manager around the call (state the framework's other wrappers
 fill), `after(invocation, instance)` → what the span's end tells the step. Without a call id the
-handler matches the model's pending call by name and arguments (`recorder/tools.start_tool`),
+handler matches the model's pending call by name and arguments (`recorder/tool_spans.start_tool`),
 so the result is never inferred again from the next request. Fail-open: a fault in our code
 leaves the call and its result exactly as they were.
 """

@@ -251,7 +251,7 @@ stream_wrapper = chat_wrapper(_stream_request, _stream, "genai", genai_replay.bu
 def as_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """`invoke_function_from_dict_args[_async](args, function)`: the function runs as a recorded tool."""
     from otel_agent_trace._failopen import safely
-    from otel_agent_trace.tools.decorator import wrap_tool
+    from otel_agent_trace.tool_decorator import wrap_tool
 
     if len(args) == 2:
         function = safely("genai.tool", wrap_tool, args[1])

@@ -61,7 +61,7 @@ from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.recorder.state import StepState
-from otel_agent_trace.recorder.tools import infer_tool_results
+from otel_agent_trace.recorder.tool_spans import infer_tool_results
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)

@@ -41,7 +41,7 @@ from otel_agent_trace.recorder.interceptor import Interceptor
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit, live
 from otel_agent_trace.recorder.state import active_tool, implicit_run, model_call
-from otel_agent_trace.recorder.tools import start_tool
+from otel_agent_trace.recorder.tool_spans import start_tool
 from otel_agent_trace.version import __version__
 
 SCOPE = INSTRUMENTATION_SCOPE

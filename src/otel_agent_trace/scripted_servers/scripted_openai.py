@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from otel_agent_trace.providers.wire_streams import chat_sse
-from otel_agent_trace.testing import scripted_anthropic, scripted_genai, scripted_ollama, scripted_responses
+from otel_agent_trace.scripted_servers import scripted_anthropic, scripted_genai, scripted_ollama, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
