@@ -4,7 +4,7 @@ what a model would judge.
 
     python bench/bench_judge_whowhen.py [--dir /work/shared/benchmarks/whowhen-ag] [--top 3] [--json out.json]
 
-The judge is `otel_agent_trace.testing.scripted_judge.ScriptedJudge` given the gold step of each
+The judge is `otel_agent_trace.scripted_servers.scripted_judge.ScriptedJudge` given the gold step of each
 log (an oracle, keyed by the log's task text): with it, step accuracy is the share of logs whose
 gold step is among the candidates the judge is asked about (the ceiling any judge has with these
 candidates), and the requests and tokens are what each strategy spends per log (prompt tokens as
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_whowhen  # noqa: E402
 
-from otel_agent_trace.testing.scripted_judge import ScriptedJudge, ScriptedJudgeServer  # noqa: E402
+from otel_agent_trace.scripted_servers.scripted_judge import ScriptedJudge, ScriptedJudgeServer  # noqa: E402
 
 
 def _tasks(lines: list[str]) -> dict[str, str]:

@@ -70,7 +70,7 @@ async def ahandle_ticket(client: Any, ticket: str) -> str:
 def main() -> int:
     import anthropic
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key="scripted", max_retries=0)

@@ -101,7 +101,7 @@ def make_client(base_url: str) -> Any:
 
 
 def main() -> int:
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = make_client(server.base_url.removesuffix("/v1"))

@@ -56,7 +56,7 @@ def main() -> int:
     server = None
     base_url = None
     if not os.environ.get("OPENAI_BASE_URL"):
-        from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+        from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
         server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
         base_url = server.base_url

@@ -36,7 +36,7 @@ def handle_ticket(client: Any, ticket: str) -> str:
 
 
 def main() -> int:
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = litellm_client(server.base_url)

@@ -42,7 +42,7 @@ def handle_ticket(agent: Any, ticket: str) -> str:
 
 
 def main() -> int:
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         agent = make_agent(server.base_url)

@@ -82,7 +82,7 @@ async def answer_tickets(base_url: str, tickets: list[str]) -> int:
 
 
 def main() -> int:
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(support_agent.SCRIPTS) as server:
         asyncio.run(answer_tickets(server.base_url, support_agent.TICKETS))

@@ -73,7 +73,7 @@ async def ahandle_ticket(client: Any, ticket: str) -> str:
 def main() -> int:
     import openai
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(SCRIPTS) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0)

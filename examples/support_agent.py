@@ -162,7 +162,7 @@ def make_client() -> tuple[Any, Any]:
 
     if os.environ.get("OPENAI_BASE_URL"):
         return openai.OpenAI(), None
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     server = ScriptedOpenAIServer(SCRIPTS).start()
     return openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0), server

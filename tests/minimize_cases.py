@@ -82,7 +82,7 @@ def record(case: Case, directory: Path) -> tuple[Path, Path]:
 
     import otel_agent_trace
     from otel_agent_trace.exporter import AgentTraceFileExporter
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     workspace, agent_dir = directory / f"{case.name}-workspace", directory / f"{case.name}-agent"
     for folder in (workspace, agent_dir):

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import otel_agent_trace
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 import support_agent
 

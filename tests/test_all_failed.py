@@ -11,7 +11,7 @@ import sys
 import pytest
 from scenario_agent import analyze_json, call, record_run
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 USER = "Please refund A1001"
 TURNS = [call("calculate_refund", order_id="A1001"), {"content": "Your refund of $25.00 for order A1001 is on its way."}]

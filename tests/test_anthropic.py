@@ -104,7 +104,7 @@ def test_a_streamed_run_is_recorded_like_a_whole_one(instrument, claude):
 
 
 def test_streams_broken_mid_way_and_abandoned(instrument):
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     text = "A long answer that arrives in several pieces over the stream."
     scripts = {"broken raw": [{"content": text, "break_after": 3}], "broken helper": [{"content": text, "break_after": 3}],
@@ -149,7 +149,7 @@ def test_async_create_and_stream(instrument, demo_server):
 
 
 def test_http_500_fails_the_chat_and_reaches_the_caller(instrument):
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer({"*": [{"status": 500, "error": "overloaded"}]}) as server:
         traced = instrument()
@@ -219,7 +219,7 @@ def test_with_raw_response_plain_and_streamed(instrument, claude):
 
 
 def test_a_timeout_fails_the_chat(instrument):
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer({"*": [{"content": "late", "delay": 1.0}]}) as server:
         traced = instrument()
@@ -246,7 +246,7 @@ def test_beta_messages_create_and_stream_are_recorded_alike(instrument, claude):
 def test_parse_and_beta_parse_record_the_structured_answer(instrument):
     from pydantic import BaseModel
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     class Refund(BaseModel):
         order_id: str

@@ -71,7 +71,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 exporter = InMemorySpanExporter()
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -113,7 +113,7 @@ def _priced(a, model, provider_id, **usage):
 def test_openai_cached_and_reasoning_tokens_recorded_and_priced_apart(instrument):
     import openai
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(CACHED) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
@@ -139,7 +139,7 @@ def test_openai_cached_and_reasoning_tokens_recorded_and_priced_apart(instrument
 
 
 def test_anthropic_cache_reads_and_writes_priced_apart(instrument):
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(CACHED_ANTHROPIC) as server:
         claude = anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key="t", max_retries=0)
@@ -163,7 +163,7 @@ def test_genai_cached_and_thought_tokens_recorded_and_priced_apart(instrument):
     genai = pytest.importorskip("google.genai")
     from google.genai import types
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(CACHED) as server:
         gemini = genai.Client(api_key="t", http_options=types.HttpOptions(base_url=server.base_url.removesuffix("/v1")))
@@ -194,7 +194,7 @@ def test_a_user_price_file_overrides_the_library(instrument, client, tmp_path):
 def test_a_user_price_file_prices_cached_tokens_at_its_rate(instrument, tmp_path):
     import openai
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     pytest.importorskip("yaml")
     prices = tmp_path / "prices.yaml"

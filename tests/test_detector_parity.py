@@ -28,7 +28,7 @@ from scenario_agent import analyze_json, call, record_run, schema_for
 
 import otel_agent_trace
 from otel_agent_trace.model import ErrorType
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 DETECTOR_TYPES = {t.value for t in (
     ErrorType.TOOL_EXCEPTION, ErrorType.TOOL_ERROR_RESULT, ErrorType.TOOL_EMPTY_RESULT, ErrorType.TOOL_TIMEOUT,

@@ -22,7 +22,7 @@ from scenario_agent import analyze_json, call, run_loop
 import otel_agent_trace
 from otel_agent_trace import cli
 from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HERE = Path(__file__).resolve().parent
 USER = "Please refund A1001"

@@ -17,7 +17,7 @@ from scenario_agent import analyze_json, call, run_loop
 import otel_agent_trace
 from otel_agent_trace.cli import main as cli_main
 from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 TASKS = {  # task id -> (user message, the model's turns)
     "T-1": ("Please refund A1001", [call("calculate_refund", order_id="A1001"),

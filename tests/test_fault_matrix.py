@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 
 import otel_agent_trace
 from otel_agent_trace import _failopen
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 USER = [{"role": "user", "content": "fault-matrix"}]
 SAFELY = _failopen.safely  # the real one, before any test patches the modules that import it

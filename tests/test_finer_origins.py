@@ -9,7 +9,7 @@ import pytest
 from scenario_agent import analyze_json, call, record_run
 
 from otel_agent_trace.detectors import ERROR_PAYLOAD_RULES_ENV, classify_result
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 @pytest.fixture(scope="module")

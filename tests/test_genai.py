@@ -19,7 +19,7 @@ from google.genai import errors, types
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY, RECOVERED, _ = support_agent.TICKETS
 MODEL = genai_agent.MODEL

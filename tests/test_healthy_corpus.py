@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from scenario_agent import analyze_json, call, record_run
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 def _flaky(result, failures=1, exc=TimeoutError("timed out")):

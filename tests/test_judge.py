@@ -1,4 +1,4 @@
-"""`analyze --judge` against the scripted judge server (otel_agent_trace.testing.scripted_judge):
+"""`analyze --judge` against the scripted judge server (otel_agent_trace.scripted_servers.scripted_judge):
 the real `openai` client over real HTTP, traces recorded by the real recorder and SDK.
 
 The runs: an agent asked for the price of 3 widgets looks up the unit price (step 0), converts the
@@ -28,8 +28,8 @@ from otel_agent_trace import cli
 from otel_agent_trace.analyzer.judge import questions
 from otel_agent_trace.analyzer.judge.dossier import Dossier, StepText
 from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.testing.scripted_judge import ScriptedJudge, ScriptedJudgeServer, refusal
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_judge import ScriptedJudge, ScriptedJudgeServer, refusal
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 SRC = Path(otel_agent_trace.__file__).resolve().parents[1]
 MISTAKE = 1  # the step that converted the unit price

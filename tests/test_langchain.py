@@ -27,7 +27,7 @@ from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 from stacks.zero_code import analyze, attributes, run_instrumented, spans_of
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY, FLAKY = support_agent.TICKETS[0], support_agent.TICKETS[1], support_agent.TICKETS[2]
 DESK = "REFUND-DESK: refund for order A10O2"
@@ -296,7 +296,7 @@ def test_sub_agent_run_nests_under_the_tool_that_delegated(instrument):
 # --- zero code: opentelemetry-instrument and the analyzer ----------------------------------------
 PROGRAM = """
 import langgraph_agent, support_agent
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
 agent = langgraph_agent.build_agent(server.base_url)
 langgraph_agent.handle_ticket(agent, support_agent.TICKETS[0])
@@ -333,7 +333,7 @@ import sys
 sys.path.insert(0, {tests!r})
 import support_agent
 from test_langchain import SCRIPTS, ask, sub_agent_program
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 server = ScriptedOpenAIServer(SCRIPTS).start()
 supervisor, _ = sub_agent_program(server.base_url)
 support_agent.check_reply(support_agent.TICKETS[1], ask(supervisor, support_agent.TICKETS[1]))
@@ -343,7 +343,7 @@ support_agent.check_reply(support_agent.TICKETS[1], ask(supervisor, support_agen
 ROUTER = """
 import support_agent, langgraph_agent
 from langgraph.graph import END, START, MessagesState, StateGraph
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
 graph = StateGraph(MessagesState)
 graph.add_node("desk", langgraph_agent.build_agent(server.base_url, name="refund_desk"))

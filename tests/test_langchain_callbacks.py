@@ -26,7 +26,7 @@ from span_helpers import attrs
 from stacks.zero_code import analyze, run_instrumented
 
 from otel_agent_trace.frameworks import langchain_callbacks
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
 TWO_STEPS = [[f"chat {MODEL}", "execute_tool lookup_order"],

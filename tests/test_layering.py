@@ -1,5 +1,5 @@
-"""The product never imports test support: no module of the package outside `testing/` imports
-`otel_agent_trace.testing` (the scripted servers build their wire formats from product code,
+"""The product never imports test support: no module of the package outside `scripted_servers/` imports
+`otel_agent_trace.scripted_servers` (the scripted servers build their wire formats from product code,
 `providers/wire_streams.py`, not the reverse)."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def _imported(tree: ast.AST) -> set[str]:
 
 
 def test_product_modules_never_import_test_support():
-    product = [p for p in PACKAGE.rglob("*.py") if "testing" not in p.relative_to(PACKAGE).parts]
+    product = [p for p in PACKAGE.rglob("*.py") if "scripted_servers" not in p.relative_to(PACKAGE).parts]
     assert len(product) > 50
     offenders = {str(p.relative_to(PACKAGE)): sorted(n for n in _imported(ast.parse(p.read_text(), str(p)))
-                                                     if n == "otel_agent_trace.testing"
-                                                     or n.startswith("otel_agent_trace.testing."))
+                                                     if n == "otel_agent_trace.scripted_servers"
+                                                     or n.startswith("otel_agent_trace.scripted_servers."))
                  for p in product}
     assert {k: v for k, v in offenders.items() if v} == {}

@@ -20,7 +20,7 @@ from client_helpers import assert_refund_tree, instrumented_run  # noqa: E402
 from opentelemetry.trace import StatusCode  # noqa: E402
 from span_helpers import attrs, hexid  # noqa: E402
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer  # noqa: E402
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 
 HEALTHY = support_agent.TICKETS[0]
 ASK = {"model": "openai/gpt-4o-mini", "api_key": "test", "num_retries": 0, "max_retries": 0}

@@ -24,7 +24,7 @@ from opentelemetry.trace import StatusCode  # noqa: E402
 from span_helpers import attrs  # noqa: E402
 from stacks.zero_code import analyze, attributes, run_instrumented, spans_of  # noqa: E402
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer  # noqa: E402
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
@@ -271,7 +271,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 import otel_agent_trace, support_agent
 
 exporter = InMemorySpanExporter()
@@ -304,7 +304,7 @@ ZERO_CODE = """
 import asyncio
 import llama_index_agent
 import support_agent
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
 agent = llama_index_agent.make_agent(server.base_url)

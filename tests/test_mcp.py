@@ -179,7 +179,7 @@ import asyncio
 import mcp_agent, openai, support_agent
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 async def main(base_url):
     client = openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0)
@@ -207,7 +207,7 @@ import asyncio, json
 import mcp_agent, openai, support_agent
 from mcp import Client
 from mcp_server import server as tools_server
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 async def ticket(client, tools_client, text):
     tools = mcp_agent.openai_tools(await tools_client.list_tools())

@@ -20,7 +20,7 @@ import openai
 from agents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, OpenAIChatCompletionsModel,
                     OpenAIResponsesModel,
                     Runner, function_tool, input_guardrail, set_default_openai_client)
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 import support_agent
 from support_agent import _call
 

@@ -21,7 +21,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from span_helpers import attrs, hexid
 from stacks.zero_code import analyze, attributes, run_instrumented, spans_of
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
 # the refund ticket's steps: what each holds
@@ -235,7 +235,7 @@ AGENT = """
 import sys
 from typing import Any
 import openai
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 import support_agent
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel

@@ -10,7 +10,7 @@ import support_agent
 from demo_traces import record_demo_tickets
 
 from otel_agent_trace.cli import main as cli_main
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 EMPTY_LOOKUP = support_agent.TICKETS[1]  # A10O2: lookup_order returns [] -> no amount -> failed
 

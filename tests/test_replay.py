@@ -20,7 +20,7 @@ import pytest
 import otel_agent_trace
 from otel_agent_trace.replay import ReplayDivergence, ReplayUnavailable
 from otel_agent_trace.replay.recording import load
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 import support_agent
 from replay_helpers import (

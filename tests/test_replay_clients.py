@@ -321,7 +321,7 @@ def test_parse_replays_the_sdks_parsed_objects(tmp_path, ask):
     `response_schema`: the SDKs' own parsers."""
     from pydantic import BaseModel
 
-    from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+    from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
     class Refund(BaseModel):
         order_id: str

@@ -11,7 +11,7 @@ import pytest
 from scenario_agent import analyze_json, call, record_run, schema_for
 from test_scenarios import SEED_004, fifty_step_script, fifty_step_tools, seed_004_tools
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 @pytest.fixture(scope="module")

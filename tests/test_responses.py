@@ -16,7 +16,7 @@ from client_helpers import assert_refund_tree, instrumented_run
 from opentelemetry.trace import StatusCode
 from span_helpers import attrs, hexid
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY = support_agent.TICKETS[0]
 

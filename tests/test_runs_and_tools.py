@@ -12,7 +12,7 @@ from span_helpers import attrs
 from opentelemetry.trace import StatusCode
 
 import otel_agent_trace
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, MALFORMED, RECOVERED, LOOP = support_agent.TICKETS
 

@@ -12,7 +12,7 @@ from opentelemetry.trace import StatusCode
 from scenario_agent import call, run_loop, schema_for
 
 import otel_agent_trace
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from scenario_agent import analyze_json, call, record_run
 
 from otel_agent_trace import detectors
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
 from span_helpers import attrs, hexid
 from stacks.zero_code import analyze, run_instrumented, spans_of
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 HEALTHY, EMPTY = support_agent.TICKETS[0], support_agent.TICKETS[1]
 
@@ -215,7 +215,7 @@ def test_streamed_run_is_one_run(instrument, smol_server):
 
 AGENT = """
 from typing import Any
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 import support_agent
 from smolagents import OpenAIServerModel, ToolCallingAgent, tool
 

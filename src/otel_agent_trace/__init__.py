@@ -25,7 +25,7 @@ _LAZY = {
     "record_tool": ("otel_agent_trace.recorder.handler", "record_tool"),
     "record_evaluation": ("otel_agent_trace.recorder.evaluation", "record_evaluation"),
     "get_handler": ("otel_agent_trace.recorder.handler", "get_handler"),
-    "tool": ("otel_agent_trace.tools.decorator", "tool"),
+    "tool": ("otel_agent_trace.tool_decorator", "tool"),
     "ChatRequest": ("otel_agent_trace.model", "ChatRequest"),
     "ChatResponse": ("otel_agent_trace.model", "ChatResponse"),
     "Message": ("otel_agent_trace.model", "Message"),

@@ -7,6 +7,7 @@ library is imported by us: each patch is applied when (and if) the agent imports
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any, Callable, Collection
 
@@ -18,31 +19,17 @@ from otel_agent_trace import config as config_module
 from otel_agent_trace import cost
 from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
-from otel_agent_trace.frameworks import mcp as mcp_framework
-from otel_agent_trace.frameworks import pydantic_ai as pydantic_ai_framework
-from otel_agent_trace.frameworks import smolagents as smolagents_framework
-from otel_agent_trace.frameworks import openai_agents as agents_framework
-from otel_agent_trace.frameworks import langchain as langchain_framework
-from otel_agent_trace.frameworks import llama_index as llama_index_framework
-from otel_agent_trace.providers import anthropic as anthropic_provider
-from otel_agent_trace.providers import genai as genai_provider
-from otel_agent_trace.providers import litellm as litellm_provider
-from otel_agent_trace.providers import openai as openai_provider
-from otel_agent_trace.providers import responses as responses_provider
-from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
-from otel_agent_trace.recorder.run import wrap_as_run
+from otel_agent_trace.integration import Integration, Patch
+from otel_agent_trace.recorder import flush as flush_hooks
+from otel_agent_trace.recorder.exit_hooks import EXIT_HOOKS
+from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler, wrap_as_run
+from otel_agent_trace.registry import INTEGRATIONS
+from otel_agent_trace.replay import interceptor as replay_interceptor
 from otel_agent_trace.replay import wire as replay_wire
-from otel_agent_trace.tools.decorator import wrap_tool
+from otel_agent_trace.tool_decorator import wrap_tool
 
 # keywords other instrumentors accept, which callers pass to all of them alike
 _OTHER_PROVIDERS = ("meter_provider", "logger_provider", "event_logger_provider")
-
-# each framework module's patch targets: module name -> [("Class.method", our wrapper)]
-_FRAMEWORK_PATCHES: dict[str, list[tuple[str, Any]]] = {}
-for _patches in (mcp_framework.TARGETS, langchain_framework.TARGETS, llama_index_framework.TARGETS,
-                 pydantic_ai_framework.PATCHES, smolagents_framework.PATCHES):
-    for _module, _targets in _patches.items():
-        _FRAMEWORK_PATCHES.setdefault(_module, []).extend(_targets.items() if isinstance(_targets, dict) else _targets)
 
 
 def _resolve(owner: Any, dotted: str) -> tuple[Any, str]:
@@ -75,23 +62,16 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         # the one configuration of this process (unknown keywords: TypeError)
         config = AgentTraceConfig.from_env(**kwargs) if kwargs else config_module.current()
         config_module.set_current(config)
-        set_handler(Handler(config, tracer_provider), installed=True)
+        handler = Handler(config, tracer_provider)
+        replay_interceptor.inject(handler)  # replay on: the handler answers calls from the recording
+        set_handler(handler, installed=True)
         EXIT_HOOKS.install()
+        safely("install flush hooks", flush_hooks.install)
         if config.cost:
             cost.preload()  # the optional price library loads in the background
         self._active = True
-        wrapt.register_post_import_hook(self._patch_openai, openai_provider.MODULE)
-        wrapt.register_post_import_hook(self._patch_responses, responses_provider.MODULE)
-        wrapt.register_post_import_hook(self._patch_conversations, responses_provider.CONVERSATIONS_MODULE)
-        wrapt.register_post_import_hook(self._patch_conversation_items, responses_provider.ITEMS_MODULE)
-        for module in anthropic_provider.MODULES:
-            wrapt.register_post_import_hook(self._patch_anthropic, module)
-        wrapt.register_post_import_hook(self._patch_litellm, litellm_provider.MODULE)
-        for module in _FRAMEWORK_PATCHES:
-            wrapt.register_post_import_hook(self._patch_framework, module)
-        wrapt.register_post_import_hook(self._patch_openai_agents, agents_framework.MODULE)
-        for module in (genai_provider.MODULE, genai_provider.TOOLS_MODULE):
-            wrapt.register_post_import_hook(self._patch_genai, module)
+        for integration in INTEGRATIONS:
+            self._register(integration)
         for path in config.entrypoints:
             self._hook_path(path, wrap_as_run)
         for path in config.tools:
@@ -110,46 +90,32 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         safely("replay wire: uninstall", replay_wire.uninstall)
         get_handler().end_implicit_runs()
         EXIT_HOOKS.uninstall()
+        safely("remove flush hooks", flush_hooks.uninstall)
         set_handler(None)
         config_module.set_current(None)
 
-    def _patch_openai(self, module: Any) -> None:
-        self._patch_client(module, openai_provider.TARGETS, openai_provider.wrapper)
-
-    def _patch_responses(self, module: Any) -> None:
-        self._patch_client(module, responses_provider.TARGETS, responses_provider.wrapper)
-
-    def _patch_conversations(self, module: Any) -> None:
-        self._patch_client(module, responses_provider.CONVERSATION_TARGETS, responses_provider.conversation_created)
-
-    def _patch_conversation_items(self, module: Any) -> None:
-        self._patch_client(module, responses_provider.ITEMS_TARGETS, responses_provider.items_added)
-
-    def _patch_anthropic(self, module: Any) -> None:
-        self._patch_client(module, anthropic_provider.TARGETS, anthropic_provider.wrapper)
-
-    def _patch_litellm(self, module: Any) -> None:
-        for target, wrapper in litellm_provider.TARGETS.items():
-            self._patch_client(module, (target,), wrapper)
-
-    def _patch_framework(self, module: Any) -> None:
-        for target, wrapper in _FRAMEWORK_PATCHES[module.__name__]:
-            self._patch_client(module, (target,), wrapper)
-
-    def _patch_openai_agents(self, module: Any) -> None:
-        if not self._active or not safely("patch agents", agents_framework.register, module):
+    def _register(self, integration: Integration) -> None:
+        """Patch the integration's modules when (and if) the agent imports them."""
+        if integration.import_hook is None:
+            for module, patches in integration.modules().items():
+                wrapt.register_post_import_hook(functools.partial(self._patch_module, patches), module)
             return
-        for (name, target), wrapper in agents_framework.WRAPPERS.items():
+        wrapt.register_post_import_hook(functools.partial(self._on_import, integration),
+                                        integration.import_hook.module)
+
+    def _patch_module(self, patches: list[Patch], module: Any) -> None:
+        for patch in patches:
+            self._patch_client(module, (patch.target,), patch.wrapper)
+
+    def _on_import(self, integration: Integration, module: Any) -> None:
+        """The import hook's module is imported: run the hook, then patch (importing the modules)."""
+        hook = integration.import_hook
+        if not self._active or hook is None or not safely(f"patch {integration.name}", hook.hook, module):
+            return
+        for name, patches in integration.modules().items():
             owner = safely(f"import {name}", importlib.import_module, name)
             if owner is not None:
-                self._patch_client(owner, (target,), wrapper)
-
-    def _patch_genai(self, module: Any) -> None:
-        if module.__name__ == genai_provider.TOOLS_MODULE:  # automatic function calling runs tools here
-            self._patch_client(module, genai_provider.TOOL_TARGETS, genai_provider.as_tool)
-            return
-        self._patch_client(module, genai_provider.TARGETS, genai_provider.wrapper)
-        self._patch_client(module, genai_provider.STREAM_TARGETS, genai_provider.stream_wrapper)
+                self._patch_module(patches, owner)
 
     def _patch_client(self, module: Any, targets: Collection[str], wrapper: Any) -> None:
         """Wrap each `Class.method` (or function) of a client module with a provider's wrapper,

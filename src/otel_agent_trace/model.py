@@ -23,6 +23,12 @@ INSTRUMENTATION_SCOPE = "otel_agent_trace"
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
 RUN_AGENTS = "agent_trace.run.agents"  # framework agents that ran as the body of an entry point / agent_run
+# a run span ended early because its tracer provider shut down (value: "provider_shutdown")
+RUN_ENDED_BY = "agent_trace.run.ended_by"
+# the `run_outcome` span: an exception that failed a run after a flush had already exported it;
+# its parent is the run span, this attribute names that span's id (lowercase hex)
+RUN_OUTCOME_SPAN = "run_outcome"
+RUN_OUTCOME_OF = "agent_trace.run_outcome.of"
 STEP_INDEX = "agent_trace.step.index"
 STEP_KIND = "agent_trace.step.kind"
 STEP_TOOL_CALLS = "agent_trace.step.tool_calls"

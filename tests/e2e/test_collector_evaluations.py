@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 import otel_agent_trace
 from otel_agent_trace.analyzer.readers.sources import records
 from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 TESTS = Path(__file__).resolve().parent.parent
 USER = "Please refund A1001"

@@ -25,7 +25,7 @@ from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.processor import install
 from otel_agent_trace.processor.redaction import Redactor
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 PER_DETECTOR = 30
 # measured share of values cut in two JSON strings whose two halves both go out (docs/reliability.md);

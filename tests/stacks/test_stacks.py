@@ -14,7 +14,7 @@ from stacks.zero_code import analyze, attributes, run_instrumented, spans_of
 
 SERVER = """
 import sys
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 import support_agent
 server = ScriptedOpenAIServer(support_agent.SCRIPTS).start()
 TICKET = support_agent.TICKETS[1]   # the malformed order id: lookup_order returns []

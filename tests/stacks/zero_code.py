@@ -25,7 +25,9 @@ def run_instrumented(script: str, tmp_path: Path, **env_extra: str) -> tuple[sub
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_AGENT_TRACE_FILE": str(traces),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), str(ROOT / "tests")]),
+        # the code under test first when the caller put it on the path (a worktree's src/)
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), str(ROOT / "tests"),
+                                       *filter(None, [os.environ.get("PYTHONPATH")])]),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     })
     env.update(env_extra)

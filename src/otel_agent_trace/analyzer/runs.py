@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
 from otel_agent_trace.model import (
     ERROR_TYPE,
+    ERROR_TYPE_SEMCONV,
     GEN_AI_AGENT_NAME,
     LIFECYCLE_PHASE,
     STEP_KIND,
@@ -19,6 +20,7 @@ from otel_agent_trace.model import (
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     RUN_AGENTS,
+    RUN_OUTCOME_OF,
     STEP_INDEX,
     STEP_SPAN_PREFIX,
     TOOL_SOURCE,
@@ -212,6 +214,9 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
     while stack:
         node = pop()
         node_id = node.span_id
+        if RUN_OUTCOME_OF in node.attributes and node.parent_id == run.root.span_id:
+            _fold_outcome(run, node)
+            continue
         spans_of[node_id] = node
         below = get_children(node_id)
         if below:
@@ -252,6 +257,21 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         if 0 < sourced < len(tools):  # (a trace of one instrumentation restates no tool call)
             _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _fold_outcome(run: Run, outcome: Span) -> None:
+    """A `run_outcome` span (an exception failed the run after a flush exported its span): the
+    run reads exactly as if its span had recorded the failure itself."""
+    root = run.root
+    if root.status_code == STATUS_ERROR:
+        return
+    root.status_code, root.status_message = outcome.status_code, outcome.status_message
+    for key in (LIFECYCLE_PHASE, ERROR_TYPE, ERROR_TYPE_SEMCONV):
+        if key in outcome.attributes:
+            root.attributes[key] = outcome.attributes[key]
+    root.events = [*root.events, *outcome.events]
+    if root.status_code == STATUS_ERROR:
+        run.failed.insert(0, root)
 
 
 def _order_steps(steps: list[Span], indices: list[int]) -> None:

@@ -25,9 +25,11 @@ from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks import langchain_callbacks
+from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
 from otel_agent_trace.recorder.delegation import agent_run, resume
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 TOOLS_MODULE = "langchain_core.tools.base"
 GRAPH_MODULE = "langgraph.pregel.main"
@@ -37,13 +39,9 @@ _graph: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_langgr
 
 
 # --- tools ----------------------------------------------------------------------------------------
-def _tool_begin(instance: Any, args: tuple, kwargs: dict) -> Invocation:
-    handler = installed_handler()
-    if handler is None:
-        return NoInvocation()
+def _describe_tool(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, str | None]:
     tool_input = args[0] if args else kwargs.get("tool_input")
-    return handler.tool(getattr(instance, "name", None) or type(instance).__name__, tool_input,
-                        kwargs.get("tool_call_id"))
+    return getattr(instance, "name", None) or type(instance).__name__, tool_input, kwargs.get("tool_call_id")
 
 
 def _text(content: Any) -> Any:
@@ -55,33 +53,18 @@ def _text(content: Any) -> Any:
     return content
 
 
-def _tool_end(invocation: Invocation, output: Any) -> None:
+def _tool_result(instance: Any, output: Any) -> Any:
+    """The tool's output as text; a `ToolMessage` with status `error` is a failed result."""
     status = getattr(output, "status", None)
     content = getattr(output, "content", output) if hasattr(output, "tool_call_id") else output
     if status == "error":
         from langchain_core.tools import ToolException
 
-        invocation.fail(ToolException(_text(content)))
-    else:
-        invocation.stop(_text(content))
+        return Failed(ToolException(_text(content)))
+    return _text(content)
 
 
-def _begin_tool(instance: Any, args: tuple, kwargs: dict) -> Invocation:
-    return safely("langchain tool.begin", _tool_begin, instance, args, kwargs) or NoInvocation()
-
-
-def tool_run(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    with _begin_tool(instance, args, kwargs) as invocation:
-        output = wrapped(*args, **kwargs)
-        safely("langchain tool.end", _tool_end, invocation, output)
-    return output
-
-
-async def tool_arun(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    with _begin_tool(instance, args, kwargs) as invocation:
-        output = await wrapped(*args, **kwargs)
-        safely("langchain tool.end", _tool_end, invocation, output)
-    return output
+tool_run = tool_arun = tool_wrapper(_describe_tool, _tool_result, "langchain tool")
 
 
 # --- graphs ---------------------------------------------------------------------------------------
@@ -214,3 +197,5 @@ TARGETS = {
     GRAPH_MODULE: {"Pregel.invoke": graph_invoke, "Pregel.ainvoke": graph_ainvoke,
                    "Pregel.stream": graph_stream, "Pregel.astream": graph_astream},
 }
+INTEGRATION = Integration("langchain", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
+                                      for target, wrapper in targets.items()))

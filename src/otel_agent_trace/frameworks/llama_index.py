@@ -28,7 +28,8 @@ from otel_agent_trace.frameworks.tool_calls import tool_wrapper
 from otel_agent_trace.recorder.delegation import agent_run
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.tools.decorator import describe_call
+from otel_agent_trace.tool_decorator import describe_call
+from otel_agent_trace.integration import Integration, Patch
 
 TOOLS_MODULE = "llama_index.core.tools.function_tool"
 AGENT_MODULE = "llama_index.core.agent.workflow.base_agent"
@@ -111,3 +112,5 @@ TARGETS = {
     AGENT_MODULE: {"BaseWorkflowAgent.run": agent},
     WORKFLOW_MODULE: {"AgentWorkflow.run": agent},
 }
+INTEGRATION = Integration("llama_index", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
+                                      for target, wrapper in targets.items()))

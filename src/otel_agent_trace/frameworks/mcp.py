@@ -5,7 +5,7 @@ run's `gen_ai.tool.definitions`.
 `handler.tool(name, arguments)`: one `execute_tool {name}` span, current while the request is
 out, so mcp's own `MCP send tools/call {name}` client span, and the server's span that continues
 the trace through `_meta`, nest under it. Its call id is that of the run's pending tool call
-with the same name and arguments (`recorder/tools.start_tool`), and the inferred span for that
+with the same name and arguments (`recorder/tool_spans.start_tool`), and the inferred span for that
 call is then never written. Its result is what the tool returned: the structured content (mcp's
 `{"result": ...}` wrapper of a non-object return taken off), else the text of the content
 blocks; an `isError` result is a failed result (its text, prefixed `Error:` unless it says so,
@@ -18,30 +18,19 @@ listing, else at the run's first tool call through that session.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import Outcome, classify_result
 from otel_agent_trace.providers._translate import content_text, get, plain
 from otel_agent_trace.recorder.chat import GEN_AI_TOOL_DEFINITIONS
-from otel_agent_trace.recorder.handler import Handler, installed_handler
-from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.frameworks.tool_calls import tool_wrapper
+from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.integration import Integration, Patch
 
 SESSION_MODULE, CLIENT_MODULE = "mcp.client.session", "mcp.client.client"
 _TOOLS = "_agent_trace_tools"  # on a ClientSession: tool name -> its definition
-# run -> the definitions written on its span (the union of its sessions' listings)
-_written: "weakref.WeakKeyDictionary[RunInvocation, dict[str, dict]]" = weakref.WeakKeyDictionary()
-
-
-async def call_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """Wrapper of `ClientSession.call_tool` / `Client.call_tool`."""
-    invocation = safely("mcp.call_tool", _begin, instance, args, kwargs) or NoInvocation()
-    with invocation:
-        result = await wrapped(*args, **kwargs)
-        safely("mcp.call_tool result", _stop, invocation, result)
-    return result
 
 
 async def list_tools(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -51,26 +40,18 @@ async def list_tools(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> 
     return result
 
 
-TARGETS = {
-    SESSION_MODULE: {"ClientSession.call_tool": call_tool, "ClientSession.list_tools": list_tools},
-    CLIENT_MODULE: {"Client.call_tool": call_tool},
-}
-
-
-def _begin(instance: Any, args: tuple, kwargs: dict) -> Invocation:
-    handler = installed_handler()
-    if handler is None:
-        return NoInvocation()
+def _describe(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, None]:
     name = args[0] if args else kwargs.get("name")
     arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
-    run = handler.current_run()
+    handler = installed_handler()
+    run = handler.current_run() if handler is not None else None
     if run is not None:
-        _define(handler, run, _session(instance))
-    return handler.tool(str(name), plain(arguments) if arguments is not None else {})
+        _define(run, _session(instance))
+    return str(name), plain(arguments) if arguments is not None else {}, None
 
 
-def _stop(invocation: Invocation, result: Any) -> None:
-    invocation.stop(result_value(result))
+def _result(instance: Any, result: Any) -> Any:
+    return result_value(result)
 
 
 def result_value(result: Any) -> Any:
@@ -105,19 +86,26 @@ def _remember(session: Any, result: Any) -> None:
     handler = installed_handler()
     run = handler.current_run() if handler is not None else None
     if run is not None:
-        _define(handler, run, session)
+        _define(run, session)
 
 
-def _define(handler: Handler, run: RunInvocation, session: Any) -> None:
+def _define(run: RunInvocation, session: Any) -> None:
     """Write the run's definitions again when this session's listing adds to them."""
     tools = vars(session).get(_TOOLS) if hasattr(session, "__dict__") else None
     if not tools:
         return
-    with run.lock:
-        written = _written.setdefault(run, {})
-        if all(written.get(name) == tool for name, tool in tools.items()):
-            return
-        written.update(tools)
-        text = handler.content_json(list(written.values()))
-        if text is not None and not run.ended:
-            run.span.set_attribute(GEN_AI_TOOL_DEFINITIONS, text)
+    definitions = run.add_tool_definitions(tools)
+    text = run.content.json(definitions) if definitions is not None else None
+    if text is not None and not run.ended:
+        run.span.set_attribute(GEN_AI_TOOL_DEFINITIONS, text)
+
+
+# `ClientSession.call_tool` / `Client.call_tool`
+call_tool = tool_wrapper(_describe, _result, "mcp.call_tool")
+
+TARGETS = {
+    SESSION_MODULE: {"ClientSession.call_tool": call_tool, "ClientSession.list_tools": list_tools},
+    CLIENT_MODULE: {"Client.call_tool": call_tool},
+}
+INTEGRATION = Integration("mcp", tuple(Patch(module, target, wrapper) for module, targets in TARGETS.items()
+                                      for target, wrapper in targets.items()))

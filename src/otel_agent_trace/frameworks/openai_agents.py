@@ -18,11 +18,12 @@ tools are still recorded where they run.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from opentelemetry import trace
 
@@ -30,7 +31,8 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
-from otel_agent_trace.recorder.state import explicit_run
+from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
+from otel_agent_trace.integration import ImportHook, Integration, Patch
 
 MODULE = "agents"
 TOOL_RUNNER = ("agents.run_internal.tool_execution", "_invoke_function_tool_with_metadata")
@@ -116,11 +118,11 @@ class AgentsProcessor:
             delegation = None
         root = delegation is None and current_explicit() is None
         if root:
-            handler.end_answered_runs()  # this thread's previous answered run is over
+            handler.implicit.end_answered()  # this thread's previous answered run is over
         run = handler.run(data.name, delegated_by=delegation.step if delegation else None)
         if not isinstance(run, RunInvocation):
             return
-        token = explicit_run.set(run)
+        token = run.enter()
         run.activate()
         agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None)
         with self._lock:
@@ -133,7 +135,7 @@ class AgentsProcessor:
             return
         agent.run.deactivate()
         try:
-            explicit_run.reset(agent.token)
+            agent.run.leave(agent.token)
         except ValueError:  # ended from another context than it started in
             pass
         error = _trips.pop(id(agent.run), None) or _error_of(span)
@@ -150,7 +152,7 @@ class AgentsProcessor:
             elif agent.root:
                 handler = installed_handler()
                 if handler is not None:
-                    handler.linger(agent.run)
+                    handler.implicit.linger(agent.run)
                 else:
                     agent.run.stop()
             else:
@@ -218,26 +220,30 @@ def processor(module: Any) -> Any:
 
 
 # --- the tool runner -------------------------------------------------------------------------------
-async def run_tool(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """Wrapper of the SDK's function-tool invocation: one explicit tool span with the call id."""
-    handler = installed_handler()
-    if handler is None:
-        return await wrapped(*args, **kwargs)
+def _describe_tool(instance: Any, args: Any, kwargs: dict[str, Any]) -> tuple[str, Any, str | None]:
+    """The SDK's function-tool invocation: the tool, its arguments and the model's call id."""
     function_tool, context = kwargs.get("function_tool"), kwargs.get("context")
-    invocation = handler.tool(str(getattr(function_tool, "name", "tool")), kwargs.get("arguments"),
-                              call_id=getattr(context, "tool_call_id", None))
-    handled: list[BaseException] = []
-    token = _handled.set(handled)
+    return str(getattr(function_tool, "name", "tool")), kwargs.get("arguments"), getattr(context, "tool_call_id", None)
+
+
+def _tool_result(instance: Any, result: Any) -> Any:
+    """The tool's output, or its exception when the SDK turned it into text for the model."""
+    handled = _handled.get()
+    return Failed(handled[-1]) if handled else getattr(result, "output", result)
+
+
+@contextlib.contextmanager
+def _handling() -> Iterator[None]:
+    """Around one tool: collects the exceptions the SDK's failure formatter sees (`note_handled`)."""
+    token = _handled.set([])
     try:
-        with invocation:
-            result = await wrapped(*args, **kwargs)
-            if handled:
-                invocation.fail(handled[-1])
-            else:
-                invocation.stop(getattr(result, "output", result))
+        yield
     finally:
         _handled.reset(token)
-    return result
+
+
+# the SDK's function-tool invocation: one explicit tool span with the call id
+run_tool = tool_wrapper(_describe_tool, _tool_result, "agents.tool", scope=_handling)
 
 
 def note_handled(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
@@ -296,3 +302,8 @@ def register(module: Any) -> bool:
         module.add_trace_processor(processor(module))
         _registered = True
     return True
+
+
+INTEGRATION = Integration("openai_agents", tuple(Patch(module, target, wrapper)
+                                                 for (module, target), wrapper in WRAPPERS.items()),
+                          ImportHook(MODULE, register))

@@ -18,9 +18,10 @@ from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks.runs import name_run, open_agent_run
-from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.frameworks.tool_calls import tool_wrapper
+from otel_agent_trace.integration import Integration, Patch
 
 _DEFERRALS = ("CallDeferred", "ApprovalRequired")
 
@@ -76,45 +77,29 @@ def _name_run(run: Invocation, agent: Any) -> None:
 
 
 # --- tools ----------------------------------------------------------------------------------------
-async def execute_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """`ToolManager.execute_tool_call(validated)`: one explicit tool span per call."""
+def _describe_tool(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, str | None] | None:
+    """`ToolManager.execute_tool_call(validated)`: the validated call's tool, arguments and id."""
     validated = args[0] if args else kwargs.get("validated")
-    invocation = safely("pydantic_ai.tool", _open_tool, validated) or NoInvocation()
-    with invocation:
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            cause = _cause(exc)
-            if cause is None:  # a deferral: the tool did not run, nothing failed
-                invocation.stop(f"deferred: {type(exc).__name__}")
-            else:
-                invocation.fail(cause)
-            raise
-        invocation.stop(safely("pydantic_ai.tool result", _result_value, result))
-    return result
-
-
-def _open_tool(validated: Any) -> Invocation:
-    handler = installed_handler()
-    if handler is None or validated is None:
-        return NoInvocation()
+    if validated is None:
+        return None
     call = validated.call
     arguments = validated.validated_args if validated.validated_args is not None else call.args
-    return handler.tool(call.tool_name, arguments, call_id=call.tool_call_id)
+    return call.tool_name, arguments, call.tool_call_id
 
 
-def _cause(exc: BaseException) -> BaseException | None:
+def _cause(exc: BaseException) -> BaseException | str:
     """What the tool span fails with: the `ModelRetry` / `ValidationError` / `ToolFailed` behind
-    pydantic-ai's wrapper errors, the exception itself otherwise; None for a deferral."""
+    pydantic-ai's wrapper errors, the exception itself otherwise; a deferral (the tool did not
+    run, nothing failed) stops it with a note."""
     name = type(exc).__name__
     if name in _DEFERRALS:
-        return None
+        return f"deferred: {name}"
     if name in ("ToolRetryError", "ToolFailedError") and exc.__cause__ is not None:
         return exc.__cause__
     return exc
 
 
-def _result_value(result: Any) -> Any:
+def _result_value(instance: Any, result: Any) -> Any:
     """The value the model is shown: a `ToolReturn`'s return value, a pydantic model as JSON data."""
     if type(result).__name__ == "ToolReturn" and hasattr(result, "return_value"):
         result = result.return_value
@@ -124,8 +109,14 @@ def _result_value(result: Any) -> Any:
     return result
 
 
+# `ToolManager.execute_tool_call(validated)`: one explicit tool span per call
+execute_wrapper = tool_wrapper(_describe_tool, _result_value, "pydantic_ai.tool", raised=_cause)
+
+
 # module -> ((target, wrapper), ...): what the instrumentor patches when the module is imported
 PATCHES = {
     "pydantic_ai.agent": (("Agent.iter", iter_wrapper),),
     "pydantic_ai.tool_manager": (("ToolManager.execute_tool_call", execute_wrapper),),
 }
+INTEGRATION = Integration("pydantic_ai", tuple(Patch(module, target, wrapper) for module, targets in PATCHES.items()
+                                      for target, wrapper in targets))

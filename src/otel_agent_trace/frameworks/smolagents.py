@@ -23,8 +23,9 @@ from typing import Any, Iterator
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks.runs import open_agent_run
 from otel_agent_trace.model import STEP_KIND, STEP_TOOL_CALLS
-from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
+from otel_agent_trace.frameworks.tool_calls import tool_wrapper as tool_wrapper_for
+from otel_agent_trace.integration import Integration, Patch
 
 
 def agent_name(agent: Any) -> str:
@@ -59,17 +60,7 @@ def _streamed(agent: Any, steps: Iterator[Any]) -> Iterator[Any]:
 
 
 # --- tools ----------------------------------------------------------------------------------------
-def tool_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """`Tool.__call__(*args, **kwargs)`: one explicit tool span where the tool runs."""
-    invocation = safely("smolagents.tool", _open_tool, getattr(instance, "name", None), instance, args, kwargs)
-    with invocation or NoInvocation() as recording:
-        result = wrapped(*args, **kwargs)
-        recording.stop(safely("smolagents.tool result", _result_value, result))
-    safely("smolagents.step kind", _step_kind, recording, type(instance).__name__ == "FinalAnswerTool")
-    return result
-
-
-def _step_kind(recording: Invocation, final: bool) -> None:
+def _step_kind(recording: Invocation, instance: Any) -> None:
     """What the step that ran this tool was. smolagents answers through its `final_answer` tool:
     that step is the run's answer (`final`), as a step without tool calls is for a plain loop. A
     CodeAgent's step whose code called tools (its answer held no tool calls, so it was read as
@@ -77,44 +68,48 @@ def _step_kind(recording: Invocation, final: bool) -> None:
     step = getattr(getattr(recording, "start", None), "step", None)
     if step is None:
         return
-    if final:
+    if type(instance).__name__ == "FinalAnswerTool":
         step.final = True
         step.span.set_attribute(STEP_KIND, "final")
     elif not step.tool_calls:
         step.final = False
-        names = getattr(step, "code_tool_calls", [])
-        step.code_tool_calls = names + [recording.start.name]  # type: ignore[attr-defined, union-attr]
+        step.code_tool_calls = step.code_tool_calls + [recording.start.name]  # type: ignore[attr-defined]
         step.span.set_attributes({STEP_KIND: "tool_call", STEP_TOOL_CALLS: step.code_tool_calls})
 
 
-def managed_agent_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """`MultiStepAgent.__call__(task)`: a manager calling its managed agent, a tool of its own."""
-    invocation = safely("smolagents.managed agent", _open_tool, agent_name(instance), None, args, kwargs)
-    with invocation or NoInvocation() as recording:
-        result = wrapped(*args, **kwargs)
-        recording.stop(result)
-    return result
-
-
-def _open_tool(name: str | None, tool: Any, args: tuple, kwargs: dict) -> Invocation:
-    handler = installed_handler()
-    if handler is None or not name:
-        return NoInvocation()
+def _arguments(tool: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     arguments = {k: v for k, v in kwargs.items() if k != "sanitize_inputs_outputs"}
     if len(args) == 1 and not arguments and isinstance(args[0], dict):
         arguments = args[0]
     elif args:  # positional: named after the tool's declared inputs (a managed agent: `task`)
         names = list(getattr(tool, "inputs", None) or ["task"])
         arguments = {**dict(zip(names, args)), **arguments}
-    return handler.tool(name, arguments)
+    return arguments
 
 
-def _result_value(result: Any) -> Any:
+def _describe_tool(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, None] | None:
+    """`Tool.__call__(*args, **kwargs)`."""
+    name = getattr(instance, "name", None)
+    return (name, _arguments(instance, args, kwargs), None) if name else None
+
+
+def _describe_managed_agent(instance: Any, args: tuple, kwargs: dict) -> tuple[str, Any, None] | None:
+    """`MultiStepAgent.__call__(task)`: a manager calling its managed agent, a tool of its own."""
+    name = agent_name(instance)
+    return (name, _arguments(None, args, kwargs), None) if name else None
+
+
+def _result_value(instance: Any, result: Any) -> Any:
     """What the tool returned: smolagents' Agent* output types as their raw value."""
     to_raw = getattr(result, "to_raw", None)
     if callable(to_raw) and type(result).__module__.startswith("smolagents"):
         return to_raw()
     return result
+
+
+# one explicit tool span where the tool runs; its step's kind from what ran (`_step_kind`)
+tool_wrapper = tool_wrapper_for(_describe_tool, _result_value, "smolagents.tool", after=_step_kind)
+managed_agent_wrapper = tool_wrapper_for(_describe_managed_agent, where="smolagents.managed agent")
 
 
 # --- threads --------------------------------------------------------------------------------------
@@ -141,3 +136,5 @@ PATCHES = {
     "smolagents.tools": (("Tool.__call__", tool_wrapper),),
     "smolagents.local_python_executor": (("timeout", timeout_wrapper),),
 }
+INTEGRATION = Integration("smolagents", tuple(Patch(module, target, wrapper) for module, targets in PATCHES.items()
+                                      for target, wrapper in targets))

@@ -15,6 +15,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_trace import config as config_module
+from otel_agent_trace import provider_hooks
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.processor.redaction import Redactor, is_ours, scrub_span
 from otel_agent_trace.processor.rules import Rules, load_rules
@@ -58,6 +59,8 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 decision_seconds=cfg.sampler_decision_seconds,
             )
         self._failed: set[str] = set()
+        self._shut = False
+        self.after_shutdown = 0  # spans that ended after `shutdown` (not exported)
         # coexist=adopt: the span ids of our chat spans still open, whose foreign twins are dropped
         self._adopting: set[int] | None = set() if cfg.coexist == "adopt" else None
 
@@ -79,6 +82,9 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 self._once("next._on_ending")
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._shut:
+            self._late(span)
+            return
         if self._adopting is not None and self._adopted(span):
             return
         if self.redactor is not None:
@@ -120,6 +126,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
             self._once("next.on_end")
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
+        provider_hooks.before(None, False)  # lingering runs end first (provider_hooks.py)
         if self.sampler is not None:
             try:
                 self.sampler.flush()
@@ -128,6 +135,8 @@ class AgentTraceSpanProcessor(SpanProcessor):
         return self.next.force_flush(timeout_millis)
 
     def shutdown(self) -> None:
+        provider_hooks.before(None, True)
+        self._shut = True
         if self.sampler is not None:
             try:
                 self.sampler.shutdown()
@@ -135,10 +144,21 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 self._once("sampler shutdown")
         self.next.shutdown()
 
+    def _late(self, span: ReadableSpan) -> None:
+        """A span that ended after the shutdown: no exporter takes it any more; counted, logged once."""
+        self.after_shutdown += 1
+        if self.after_shutdown == 1:
+            _log.warning("otel-agent-trace processor: span %r ended after the tracer provider shut down; it and any "
+                         "later one are not exported (counted in stats['after_shutdown'])", span.name)
+
     @property
     def stats(self) -> dict[str, int]:
-        """Sampler counters (kept, dropped, forced flushes, ...); empty when not sampling."""
-        return dict(self.sampler.stats) if self.sampler is not None else {}
+        """Sampler counters (kept, dropped, forced flushes, ...) and `after_shutdown` when spans
+        ended after the shutdown; empty when not sampling and none did."""
+        stats = dict(self.sampler.stats) if self.sampler is not None else {}
+        if self.after_shutdown:
+            stats["after_shutdown"] = self.after_shutdown
+        return stats
 
     def _once(self, what: str) -> None:
         if what not in self._failed:

@@ -27,6 +27,7 @@ from otel_agent_trace.providers._translate import (
 from otel_agent_trace.providers import anthropic_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, patches
 
 MODULES = ("anthropic.resources.messages.messages", "anthropic.resources.beta.messages.messages")
 TARGETS = ("Messages.create", "AsyncMessages.create", "Messages.stream", "AsyncMessages.stream",
@@ -253,3 +254,4 @@ def _response(invocation: Any, result: Any) -> Any:
 
 
 wrapper = chat_wrapper(_request, _response, "anthropic", anthropic_replay.build)
+INTEGRATION = Integration("anthropic", tuple(p for module in MODULES for p in patches(module, TARGETS, wrapper)))

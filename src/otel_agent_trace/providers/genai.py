@@ -33,6 +33,7 @@ from otel_agent_trace.providers import genai_replay
 from otel_agent_trace.providers._translate import get as _get, plain
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, patches
 
 MODULE = "google.genai.models"
 TOOLS_MODULE = "google.genai._extra_utils"
@@ -250,7 +251,7 @@ stream_wrapper = chat_wrapper(_stream_request, _stream, "genai", genai_replay.bu
 def as_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """`invoke_function_from_dict_args[_async](args, function)`: the function runs as a recorded tool."""
     from otel_agent_trace._failopen import safely
-    from otel_agent_trace.tools.decorator import wrap_tool
+    from otel_agent_trace.tool_decorator import wrap_tool
 
     if len(args) == 2:
         function = safely("genai.tool", wrap_tool, args[1])
@@ -260,3 +261,6 @@ def as_tool(wrapped: Any, instance: Any, args: tuple, kwargs: dict[str, Any]) ->
 
 
 TOOL_TARGETS = ("invoke_function_from_dict_args", "invoke_function_from_dict_args_async")
+INTEGRATION = Integration("google.genai", patches(MODULE, TARGETS, wrapper) + patches(MODULE, STREAM_TARGETS, stream_wrapper)
+                          # automatic function calling runs tools here
+                          + patches(TOOLS_MODULE, TOOL_TARGETS, as_tool))

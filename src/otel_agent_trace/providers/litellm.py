@@ -20,6 +20,7 @@ from otel_agent_trace.providers import responses as responses_provider
 from otel_agent_trace.providers._translate import get as _get
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, Patch
 
 MODULE = "litellm"
 
@@ -70,3 +71,4 @@ TARGETS = {"completion": chat_wrapper(_request, _end(False), "litellm", openai_r
            # (not replayed: litellm's own ResponsesAPIResponse types; docs/replay.md)
            "responses": chat_wrapper(_responses_request, _responses_end(False), "litellm"),
            "aresponses": chat_wrapper(_responses_request, _responses_end(True), "litellm")}
+INTEGRATION = Integration("litellm", tuple(Patch(MODULE, target, wrapper) for target, wrapper in TARGETS.items()))

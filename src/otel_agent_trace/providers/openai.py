@@ -17,6 +17,7 @@ from otel_agent_trace.providers._translate import (
 from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, patches
 
 MODULE = "openai.resources.chat.completions.completions"
 
@@ -157,3 +158,4 @@ def _response(invocation: Any, result: Any) -> Any:
 # (class.method, in MODULE): one wrapper body for all of them
 TARGETS = ("Completions.create", "AsyncCompletions.create", "Completions.parse", "AsyncCompletions.parse")
 wrapper = chat_wrapper(_request, _response, "openai", openai_replay.build)
+INTEGRATION = Integration("openai", patches(MODULE, TARGETS, wrapper))

@@ -32,7 +32,9 @@ from otel_agent_trace.providers._translate import (
 )
 from otel_agent_trace.providers import responses_replay
 from otel_agent_trace.recorder.calls import chat_wrapper
+from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.stream import wrap_stream
+from otel_agent_trace.integration import Integration, patches
 
 MODULE = "openai.resources.responses.responses"
 TARGETS = ("Responses.create", "AsyncResponses.create", "Responses.parse", "AsyncResponses.parse")
@@ -211,8 +213,8 @@ async def _awaited_then(awaitable: Any, remember: Any) -> Any:
 
 def record_built_in_tools(invocation: Any, result: Any) -> None:
     """Each built-in tool call of a response as an `execute_tool` span in the step's run."""
-    handler = getattr(invocation, "handler", None)
-    if handler is None:
+    handler = installed_handler()
+    if handler is None or getattr(invocation, "run", None) is None:
         return
     for item in _get(result, "output") or ():
         spec = BUILT_IN.get(_get(item, "type"))
@@ -295,3 +297,6 @@ def _stop(invocation: Any, response: Any) -> None:
 
 
 wrapper = chat_wrapper(_request, end_call, "openai.responses", responses_replay.build)
+INTEGRATION = Integration("openai.responses", patches(MODULE, TARGETS, wrapper)
+                          + patches(CONVERSATIONS_MODULE, CONVERSATION_TARGETS, conversation_created)
+                          + patches(ITEMS_MODULE, ITEMS_TARGETS, items_added))

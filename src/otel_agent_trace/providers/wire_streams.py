@@ -3,7 +3,7 @@ provider's API sends for it, and their server-sent-events framing.
 
 Product code, shared by two users that must agree: replay (`providers/anthropic_replay.py`,
 `responses_replay.py` turn a recorded answer into the SDK's real stream event objects) and the
-scripted test server (`testing/scripted_anthropic.py`, `scripted_responses.py` send them over
+scripted test server (`scripted_servers/scripted_anthropic.py`, `scripted_responses.py` send them over
 HTTP). Plain dicts in, plain dicts (or bytes) out; no SDK imported.
 """
 

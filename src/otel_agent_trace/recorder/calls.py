@@ -7,8 +7,9 @@ wrapt wrapper; it opens the handler's chat invocation, keeps its span current wh
 sends, fails it with whatever the call raised, and is fail-open throughout: a fault in our code
 leaves the call and its result exactly as they were. A call made while another of our wrappers
 is already recording (`with_raw_response` calling `create`, two wrappers stacked by another
-instrumentation's ordering) is passed through untouched. Replay hook: given the provider's
-`build`, a replayed call is answered from the recording instead of `wrapped` (replay/hook.py).
+instrumentation's ordering) is passed through untouched. Given the provider's `build`, a call
+is first offered to the handler's interceptor, if one is on (interceptor.py: replay), which may
+answer it instead of `wrapped`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any, Callable
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest
 from otel_agent_trace.recorder.handler import Handler, installed_handler
+from otel_agent_trace.recorder.interceptor import LIVE, Build
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.replay.hook import LIVE, Build, replayed
 
 Begin = Callable[[Any, tuple, dict], "ChatRequest | None"]
 End = Callable[[Any, Any], Any]
@@ -42,7 +43,9 @@ def chat_wrapper(begin: Begin, end: End, where: str, build: "Build | None" = Non
         token = recording.set(True)
         safely(f"{where}.activate", invocation.activate)
         try:
-            result = replayed(invocation, build, wrapped, instance, args, kwargs, where) if build is not None else LIVE
+            interceptor = _interceptor() if build is not None else None
+            result = LIVE if interceptor is None else interceptor.chat(invocation, build, wrapped, instance, args,
+                                                                       kwargs, where)
             if result is LIVE:
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -84,6 +87,11 @@ def start(open_invocation: Callable[[Handler, Any], Invocation], translate: Call
         return None
     invocation = open_invocation(handler, translated)
     return None if isinstance(invocation, NoInvocation) else invocation
+
+
+def _interceptor() -> Any:
+    handler = installed_handler()
+    return handler.interceptor if handler is not None else None
 
 
 def _open_chat(handler: Handler, request: ChatRequest) -> Invocation:

@@ -11,7 +11,7 @@ exactly once (`stop(response)` or `fail(exc)`), whether the response arrives who
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -20,7 +20,6 @@ from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.cost import COST_USD, cost_usd
 from otel_agent_trace.recorder import guards
-from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
@@ -61,15 +60,11 @@ from otel_agent_trace.model import (
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.run import RunInvocation
-from otel_agent_trace.recorder.state import PendingCall, StepState
-
-if TYPE_CHECKING:
-    from otel_agent_trace.recorder.handler import Handler
+from otel_agent_trace.recorder.state import StepState
+from otel_agent_trace.recorder.tool_spans import infer_tool_results
 
 NEW_MESSAGES = "agent_trace.context.new_messages"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
-# messages whose values the model legitimately received (the fabrication check's ground truth)
-_RECEIVED_ROLES = ("user", "system", "developer", "tool")
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
@@ -78,10 +73,8 @@ class ChatInvocation(Invocation):
 
     kind = "chat"
 
-    def __init__(self, handler: "Handler", run: RunInvocation, step: StepState, span: trace.Span,
-                 request: ChatRequest):
+    def __init__(self, run: RunInvocation, step: StepState, span: trace.Span, request: ChatRequest):
         super().__init__()
-        self.handler = handler
         self.run = run
         self.step = step
         self.span = span
@@ -103,32 +96,32 @@ class ChatInvocation(Invocation):
         span.end()
         self.step.span.set_attributes({ERROR_TYPE: ErrorType.LLM_ERROR.value, LIFECYCLE_PHASE: Phase.ORIGIN.value})
         self.step.phase = Phase.ORIGIN.value
-        self.run.last_active_ns = time.time_ns()
+        self.run.call_failed()
 
 
-def open_chat(handler: "Handler", run: RunInvocation, request: ChatRequest, hashes: list[str]) -> ChatInvocation:
-    """Record the tool results the request carries, then open its step and chat span.
-
-    Called by the handler with the run's lock held, once the run is found or opened.
-    """
-    from otel_agent_trace.recorder.tools import infer_tool_results
-
+def open_chat(run: RunInvocation, request: ChatRequest, hashes: list[str]) -> ChatInvocation:
+    """Check the run's budgets, record the tool results the request carries, then open its step
+    and chat span. Called through `run.begin_chat` (the run's lock held) once the run is found.
+    Raises `AgentBudgetExceeded` when a budget is exhausted and BUDGET_ACTION=raise."""
+    exceeded = guards.check_budget(run)
+    if exceeded is not None:
+        raise exceeded
     deps = Dependencies()
-    infer_tool_results(handler, run, request, deps)
+    infer_tool_results(run, request, deps)
     opened, began = run.open_step, request.started_ns
     run.close_open_step(began if opened is not None and began is not None and began >= opened.started_ns else None)
-    step = _open_step(handler, run, request, hashes, deps)
-    span = handler.tracer.start_span(
+    step = _open_step(run, request, hashes, deps)
+    span = run.tracer.start_span(
         f"{OP_CHAT} {request.model}" if request.model else OP_CHAT,
         context=trace.set_span_in_context(step.span),
         kind=SpanKind.CLIENT,
-        attributes=_request_attributes(request, handler, run),
+        attributes=_request_attributes(request, run),
         start_time=request.started_ns,
     )
-    return ChatInvocation(handler, run, step, span, request)
+    return ChatInvocation(run, step, span, request)
 
 
-def _open_step(handler: "Handler", run: RunInvocation, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
+def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
     index = len(run.steps)
     short = [h[: hashing.SHORT] for h in hashes]
     attributes: dict[str, Any] = {
@@ -138,19 +131,15 @@ def _open_step(handler: "Handler", run: RunInvocation, request: ChatRequest, has
         CONTEXT_MESSAGES: len(hashes),
     }
     new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
-    for h, m in new:
-        run.seen_messages.add(h)
-        run.message_roles[h] = m.role
-        if m.role in _RECEIVED_ROLES and m.content and not _scanned_as_tool_result(run, m):
-            run.known_values |= distinctive_values(m.content)
-    content = handler.content_json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
+    run.learn_messages(new)
+    content = run.content.json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
     if content is not None:
         attributes[NEW_MESSAGES] = content
     attributes.update(deps.attributes())
     if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
     now = request.started_ns or time.time_ns()
-    span = handler.tracer.start_span(
+    span = run.tracer.start_span(
         f"{STEP_SPAN_PREFIX} {index}",
         context=trace.set_span_in_context(run.span),
         kind=SpanKind.INTERNAL,
@@ -160,16 +149,8 @@ def _open_step(handler: "Handler", run: RunInvocation, request: ChatRequest, has
     )
     step = StepState(index=index, span=span, started_ns=now, phase=attributes.get(LIFECYCLE_PHASE))
     guards.check_context_dropped(run, step, short)
-    run.steps.append(step)
-    run.open_step = step
-    run.last_request_hashes = list(hashes)
+    run.begin_step(step, hashes)
     return step
-
-
-def _scanned_as_tool_result(run: RunInvocation, message: Message) -> bool:
-    """An inferred tool span already indexed exactly this text as its result."""
-    record = run.records_by_call_id.get(message.tool_call_id) if message.role == "tool" and message.tool_call_id else None
-    return record is not None and record.source == "inferred"
 
 
 def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
@@ -180,7 +161,7 @@ def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
     return False
 
 
-def _request_attributes(request: ChatRequest, handler: "Handler", run: RunInvocation) -> dict[str, Any]:
+def _request_attributes(request: ChatRequest, run: RunInvocation) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         GEN_AI_OPERATION_NAME: OP_CHAT,
         GEN_AI_PROVIDER_NAME: request.provider,
@@ -189,11 +170,11 @@ def _request_attributes(request: ChatRequest, handler: "Handler", run: RunInvoca
     # the tools the model was given (content: the analyzer checks unknown tools and arguments
     # against them offline), written when the run's list changes: providers hand the same list
     # object while it does not (providers/_translate.plain_tools), so most steps skip it
-    if request.tools and request.tools is not run.tools_recorded:
-        definitions = handler.content_json(request.tools)
+    if run.tools_to_record(request.tools):
+        definitions = run.content.json(request.tools)
         if definitions is not None:
             attributes[GEN_AI_TOOL_DEFINITIONS] = definitions
-            run.tools_recorded = request.tools
+            run.tools_recorded_as(request.tools)
     if request.model:
         attributes[GEN_AI_REQUEST_MODEL] = request.model
     params = request.params
@@ -232,35 +213,28 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
     cost = safely("chat.cost", cost_usd, response.model or inv.request.model, inv.request.provider,
                   response.input_tokens, response.output_tokens, response.cache_read_tokens,
                   response.cache_write_tokens, response.reasoning_tokens,
-                  inv.handler.config.prices) if inv.handler.config.cost else None
+                  run.config.prices) if run.config.cost else None
     if cost is not None:
         attributes[COST_USD] = cost
     finish = response.finish_reasons[0] if response.finish_reasons else None
-    content = inv.handler.content_json([to_semconv(output, finish)])
+    content = run.content.json([to_semconv(output, finish)])
     if content is not None:
         attributes[GEN_AI_OUTPUT_MESSAGES] = content
     span.set_attributes(attributes)
     span.end()
     now = time.time_ns()
-    with run.lock:
-        run.tokens += (response.input_tokens or 0) + (response.output_tokens or 0)
-        run.last_output_hash = output_hash
-        run.last_active_ns = now
-        run.seen_messages.add(output_hash[: hashing.SHORT])
-        step.decided_ns = now
-        step.tool_calls = list(response.tool_calls)
-        truncated = "length" in response.finish_reasons
-        kind = "truncated" if truncated else ("tool_call" if response.tool_calls else "final")
-        if response.tool_calls:
-            step.span.set_attributes({STEP_KIND: kind, STEP_TOOL_CALLS: [c.name for c in response.tool_calls]})
-        else:
-            step.span.set_attribute(STEP_KIND, kind)
-        for call in response.tool_calls:
-            run.pending[call.id] = PendingCall(call=call, step=step)
-        if truncated:
-            guards.mark_origin(step, ErrorType.TRUNCATED_OUTPUT)
-        guards.check_tool_calls(inv.handler, run, step, inv.request, response)
-        step.final = kind == "final"
-        if step.final:
-            run.answered_ns = now
-            guards.check_final_answer(inv.handler, run, step, response.content)
+    truncated = "length" in response.finish_reasons
+    kind = "truncated" if truncated else ("tool_call" if response.tool_calls else "final")
+    step.decided_ns = now
+    step.tool_calls = list(response.tool_calls)
+    step.final = kind == "final"
+    run.record_decision(step, response, output_hash, step.final, now)
+    if response.tool_calls:
+        step.span.set_attributes({STEP_KIND: kind, STEP_TOOL_CALLS: [c.name for c in response.tool_calls]})
+    else:
+        step.span.set_attribute(STEP_KIND, kind)
+    if truncated:
+        guards.mark_origin(step, ErrorType.TRUNCATED_OUTPUT)
+    guards.check_tool_calls(run, step, inv.request, response)
+    if step.final:
+        guards.check_final_answer(run, step, response.content)

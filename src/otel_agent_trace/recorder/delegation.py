@@ -5,7 +5,7 @@ the agent. Opened while another run is current, it is a sub-agent's run: a child
 delegated to it (the running tool when the sub-agent is called as a tool, else the calling run's
 open step, else that run) with a `delegated_to` link to it, and the tools it runs are its own
 (the calling tool's span does not swallow them). A sub-agent's run ends when it returns; an
-outermost one lingers like an answered implicit run (`Handler.linger`), so that an exception the
+outermost one lingers like an answered implicit run (`ImplicitRuns.linger`), so that an exception the
 program raises about its answer marks it failed. `resume(run)` makes a run current again around
 each resumption of a stream that a framework hands out as a generator.
 """
@@ -19,7 +19,7 @@ from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import Handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
-from otel_agent_trace.recorder.state import active_tool, explicit_run
+from otel_agent_trace.recorder.state import active_tool
 
 
 def _delegating_span(handler: Handler) -> Any:
@@ -36,8 +36,8 @@ def _delegating_span(handler: Handler) -> Any:
 def _open(handler: Handler, name: str | None) -> tuple[RunInvocation, bool]:
     delegating = _delegating_span(handler)
     if delegating is None:
-        handler.end_answered_runs()
-    return RunInvocation(handler, name, False, None, delegating), delegating is not None
+        handler.implicit.end_answered()
+    return handler.new_run(name, None, delegating), delegating is not None
 
 
 class AgentRun(Invocation):
@@ -45,28 +45,28 @@ class AgentRun(Invocation):
 
     kind = "agent run"
 
-    def __init__(self, run: RunInvocation, nested: bool):
+    def __init__(self, handler: Handler, run: RunInvocation, nested: bool):
         super().__init__()
-        self.run, self.nested = run, nested
+        self.handler, self.run, self.nested = handler, run, nested
         self.span = run.span
         self._tokens_: list[tuple[Any, Any]] = []
 
     def activate(self) -> None:
         self.run.activate()
-        self._tokens_.append((explicit_run.set(self.run), active_tool.set(None)))
+        self._tokens_.append((self.run.enter(), active_tool.set(None)))
 
     def deactivate(self) -> None:
         if self._tokens_:
             run_token, tool_token = self._tokens_.pop()
             active_tool.reset(tool_token)
-            explicit_run.reset(run_token)
+            self.run.leave(run_token)
         self.run.deactivate()
 
     def _on_stop(self, *result: Any) -> None:
         if self.nested:
             self.run.end()
-        else:  # the program may still judge the answer (and raise): Handler.linger
-            self.run.handler.linger(self.run)
+        else:  # the program may still judge the answer (and raise): ImplicitRuns.linger
+            self.handler.implicit.linger(self.run)
 
     def _on_fail(self, exc: BaseException) -> None:
         self.run.end(exc)
@@ -77,7 +77,7 @@ def agent_run(handler: Handler | None, name: str | None) -> Invocation:
     if handler is None or not handler.enabled:
         return NoInvocation()
     opened = safely("agent run.start", _open, handler, name)
-    return AgentRun(*opened) if opened is not None else NoInvocation()
+    return AgentRun(handler, *opened) if opened is not None else NoInvocation()
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ call into `detectors.py`, the definitions the analyzer applies offline too.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
@@ -29,11 +29,8 @@ from otel_agent_trace.model import (
     Phase,
     parse_json_or_text,
 )
+from otel_agent_trace.recorder.run import RunInvocation as RunState
 from otel_agent_trace.recorder.state import StepState
-
-if TYPE_CHECKING:  # the handler hands itself and the run in
-    from otel_agent_trace.recorder.handler import Handler as Recorder
-    from otel_agent_trace.recorder.run import RunInvocation as RunState
 
 BUDGET_EXCEEDED = "agent_trace.budget.exceeded"
 FABRICATED_VALUES = "agent_trace.fabricated.values"
@@ -61,9 +58,9 @@ def mark_run_critical(run: RunState, error_type: ErrorType, description: str, **
 
 
 # --- before the call ---------------------------------------------------------------------------
-def check_budget(recorder: Recorder, run: RunState) -> AgentBudgetExceeded | None:
+def check_budget(run: RunState) -> AgentBudgetExceeded | None:
     """The first budget this run has exhausted, marked on the run; the error to raise, if any."""
-    config = recorder.config
+    config = run.config
     used: list[tuple[str, float, float]] = []
     if config.max_steps > 0:
         used.append(("steps", config.max_steps, len(run.steps)))
@@ -74,8 +71,7 @@ def check_budget(recorder: Recorder, run: RunState) -> AgentBudgetExceeded | Non
     for reason, limit, value in used:
         if value >= limit:
             exceeded = AgentBudgetExceeded(reason, limit, value)
-            if run.budget_exceeded is None:
-                run.budget_exceeded = reason
+            if run.exceed_budget(reason):
                 run.span.set_attribute(BUDGET_EXCEEDED, reason)
                 mark_run_critical(run, ErrorType.BUDGET_EXCEEDED, str(exceeded),
                                   **{"agent_trace.budget.reason": reason, "agent_trace.budget.limit": float(limit),
@@ -103,10 +99,9 @@ def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str
 
 
 # --- on a response -----------------------------------------------------------------------------
-def check_tool_calls(recorder: Recorder, run: RunState, step: StepState, request: ChatRequest,
-                     response: ChatResponse) -> None:
+def check_tool_calls(run: RunState, step: StepState, request: ChatRequest, response: ChatResponse) -> None:
     declared = detectors.declared_tools(request.tools)
-    threshold = recorder.config.loop_threshold
+    threshold = run.config.loop_threshold
     for call in response.tool_calls:
         arguments = detectors.parse_arguments(call.arguments)
         if declared and call.name not in declared:
@@ -120,8 +115,8 @@ def check_tool_calls(recorder: Recorder, run: RunState, step: StepState, request
                                                                   "gen_ai.tool.call.id": call.id,
                                                                   VALIDATION_ERRORS: problems})
         key = detectors.call_key(call.name, arguments)
-        run.call_counts[key] += 1  # every request: only a key requested `threshold` times can loop
-        if threshold > 0 and run.call_counts[key] >= threshold:
+        count = run.count_call(key)  # every request: only a key requested `threshold` times can loop
+        if threshold > 0 and count >= threshold:
             ok_before = _ok_calls(run, key)
             if detectors.loop_reached(ok_before, threshold):
                 step.span.set_attribute(LOOP_COUNT, threshold)
@@ -135,9 +130,9 @@ def _ok_calls(run: RunState, key: tuple[str, str]) -> int:
 
 
 # --- on a final answer -------------------------------------------------------------------------
-def check_final_answer(recorder: Recorder, run: RunState, step: StepState, content: str | None) -> None:
+def check_final_answer(run: RunState, step: StepState, content: str | None) -> None:
     text = content or ""
-    problems = _validation_problems(recorder, run, text)
+    problems = _validation_problems(run, text)
     if problems:
         step.span.add_event(ErrorType.FINAL_ANSWER_INVALID.value, {VALIDATION_ERRORS: problems})
         step.span.set_attribute(VALIDATION_ERRORS, problems)
@@ -149,9 +144,9 @@ def check_final_answer(recorder: Recorder, run: RunState, step: StepState, conte
         mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})
 
 
-def _validation_problems(recorder: Recorder, run: RunState, text: str) -> list[str]:
+def _validation_problems(run: RunState, text: str) -> list[str]:
     problems: list[str] = []
-    final_schema = recorder.final_schema()
+    final_schema = run.content.final_schema()
     if final_schema is not None:
         parsed = parse_json_or_text(text)
         if isinstance(parsed, str):

@@ -53,6 +53,7 @@ class StepState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     final: bool = False
     phase: str | None = None
+    code_tool_calls: list[str] = field(default_factory=list)  # tools a CodeAgent's code called (smolagents)
 
 
 # The run explicitly opened by agent_run / an entrypoint, if any.

@@ -2,8 +2,9 @@
 
 `with otel_agent_trace.replay("traces.jsonl", trace_id=...)` in code, or
 `OTEL_AGENT_TRACE_REPLAY=traces.jsonl[#trace_id]` (with `replay_mode`, `replay_tools`) for a
-whole process. The recorder's chat wrapper asks `current()` for a replayer before each call
-(`recorder/calls.py`); the provider builds its SDK's response object from the recorded answer.
+whole process. While replay is on, the handler holds the replay interceptor (interceptor.py),
+which the recorder's chat wrapper and tool decorator ask before each call; it asks `current()`
+for the replayer, and the provider builds its SDK's response object from the recorded answer.
 See docs/replay.md.
 """
 
@@ -42,14 +43,24 @@ def open_replayer(path: str, trace_id: str | None = None, mode: str = "strict", 
 def replay(path: str, trace_id: str | None = None, mode: str = "strict", tools: str = "live") -> Iterator[Replayer]:
     """Inside the block, instrumented LLM clients answer from the recorded run (see module doc).
     Raises `ReplayUnavailable` at once if the recording cannot be replayed."""
+    from otel_agent_trace.recorder.handler import get_handler
+    from otel_agent_trace.replay.interceptor import inject
+
     replayer = open_replayer(path, trace_id, mode, tools)
     with _lock:
         _stack.append(replayer)
+    inject(get_handler())
     try:
         yield replayer
     finally:
         with _lock:
             _stack.remove(replayer)
+        inject(get_handler())
+
+
+def active() -> bool:
+    """Is a `replay()` block open?"""
+    return bool(_stack)
 
 
 def current() -> Replayer | None:

@@ -6,7 +6,7 @@ instrumentor runs, and nothing of a package runs before it but a distro (only on
 detector: this one is the entry point `opentelemetry_resource_detector: agent_trace_replay`,
 enabled by name (`OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=agent_trace_replay`). With
 `OTEL_AGENT_TRACE_REPLAY` set, it resolves the recording's trace id (a prefix or none given) and
-puts it on the resource; the replay's spans carry it either way (`replay/hook.py`). A recording
+puts it on the resource; the replay's spans carry it either way (`replay/interceptor.py`). A recording
 that cannot be read gives an empty resource: the replay itself says why, and exits.
 """
 

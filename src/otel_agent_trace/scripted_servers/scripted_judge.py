@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 def refusal(text: str = "I can't help with that.") -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterable, TypeVar, overload
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.recorder.handler import get_handler
+from otel_agent_trace.recorder.interceptor import LIVE
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.replay.hook import async_tool_result, tool_result
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__agent_trace_tool__"
@@ -54,6 +54,15 @@ def _begin(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict
     return handler.tool(tool_name, arguments, call_id, reads, writes)
 
 
+def _intercepted(func: Callable[..., Any], name: str | None, args: tuple, kwargs: dict) -> Any:
+    """The handler's interceptor's answer for this call (replay_tools=recorded), else LIVE."""
+    interceptor = get_handler().interceptor
+    if interceptor is None:
+        return LIVE
+    tool_name, arguments, _ = describe_call(func, name, args, kwargs)
+    return interceptor.tool(tool_name, arguments)
+
+
 def _invocation(*begin_args: Any) -> Invocation:
     return safely("tool.begin", _begin, *begin_args) or NoInvocation()
 
@@ -80,7 +89,9 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
         @functools.wraps(func)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
             with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
-                result = await async_tool_result(func, name, args, kwargs)  # replay_tools=recorded
+                result = _intercepted(func, name, args, kwargs)  # replay_tools=recorded: from the recording
+                if result is LIVE:
+                    result = await func(*args, **kwargs)
                 invocation.stop(result)
             return result
 
@@ -90,7 +101,9 @@ def wrap_tool(func: F, name: str | None = None, reads: str | Iterable[str] | Non
     @functools.wraps(func)
     def sync_tool(*args: Any, **kwargs: Any) -> Any:
         with _invocation(func, name, args, kwargs, reads_, writes_) as invocation:
-            result = tool_result(func, name, args, kwargs)  # replay_tools=recorded: from the recording
+            result = _intercepted(func, name, args, kwargs)  # replay_tools=recorded: from the recording
+            if result is LIVE:
+                result = func(*args, **kwargs)
             invocation.stop(result)
         return result
 

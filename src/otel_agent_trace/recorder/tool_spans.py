@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -36,17 +36,12 @@ from otel_agent_trace.model import (
     Phase,
     Relation,
     classify_result,
-    parse_json_or_text,
 )
-from otel_agent_trace.hashing import value_key
 from otel_agent_trace.recorder import flow
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.recorder.state import PendingCall, StepState, ToolRecord, active_tool
-
-if TYPE_CHECKING:
-    from otel_agent_trace.recorder.handler import Handler
 
 
 @dataclass
@@ -68,9 +63,9 @@ class ToolInvocation(Invocation):
 
     kind = "tool"
 
-    def __init__(self, handler: "Handler", run: RunInvocation, start: ToolStart, pending: PendingCall | None):
+    def __init__(self, run: RunInvocation, start: ToolStart, pending: PendingCall | None):
         super().__init__()
-        self.handler, self.run, self.start, self.pending = handler, run, start, pending
+        self.run, self.start, self.pending = run, start, pending
         self.span = start.span
         self._active_tokens: list[Any] = []
 
@@ -96,33 +91,27 @@ class ToolInvocation(Invocation):
 
     def _end(self, outcome: Outcome, result: Any, exc: BaseException | None) -> None:
         result_text = result if isinstance(result, str) or result is None else _json_text(result)
-        record = _close_tool_span(self.handler, self.run, self.start, outcome, result_text, exc, "explicit", None)
+        record = _close_tool_span(self.run, self.start, outcome, result_text, exc, "explicit", None)
         if self.pending is not None:
             self.pending.record = record
 
 
-def start_tool(handler: "Handler", run: RunInvocation, name: str, arguments: Any, call_id: str | None = None,
+def start_tool(run: RunInvocation, name: str, arguments: Any, call_id: str | None = None,
                reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolInvocation:
     """Open an explicit tool span, matched to the model's pending call when one fits.
 
     `reads` / `writes` name the arguments that are resources the tool reads or writes.
     """
-    with run.lock:
-        arguments_text = arguments if isinstance(arguments, str) or arguments is None else _json_text(arguments)
-        pending = _match_pending(run, name, arguments_text, call_id)
-        if pending is not None:
-            call_id = pending.call.id
-        step = pending.step if pending is not None else run.open_step
-        start = _open_tool_span(handler, run, name, call_id, arguments_text, step, "explicit", None, reads, writes)
-        invocation = ToolInvocation(handler, run, start, pending)
-        if pending is not None:
-            # claim the call now so a result message arriving meanwhile is not inferred twice
-            pending.record = ToolRecord(name, call_id, arguments_text, Outcome.OK, start.span.get_span_context(),
-                                        step.index if step else None, "explicit")
-    return invocation
+    arguments_text = arguments if isinstance(arguments, str) or arguments is None else _json_text(arguments)
+
+    def open_span(matched_id: str | None, step: StepState | None) -> ToolStart:
+        return _open_tool_span(run, name, matched_id, arguments_text, step, "explicit", None, reads, writes)
+
+    start, pending = run.claim_call(name, arguments_text, call_id, open_span)
+    return ToolInvocation(run, start, pending)
 
 
-def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequest, deps: Dependencies) -> None:
+def infer_tool_results(run: RunInvocation, request: ChatRequest, deps: Dependencies) -> None:
     """Record the tool results newly present in `request` and add its `consumes` edges."""
     now = time.time_ns()
     for message in request.messages:
@@ -136,13 +125,13 @@ def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequ
                 record = pending.record
             else:
                 step = pending.step
-                start = _open_tool_span(handler, run, pending.call.name, call_id, pending.call.arguments, step,
+                start = _open_tool_span(run, pending.call.name, call_id, pending.call.arguments, step,
                                         "inferred", step.decided_ns or now)
-                record = _close_tool_span(handler, run, start, classify_result(message.content or ""),
+                record = _close_tool_span(run, start, classify_result(message.content or ""),
                                           message.content, None, "inferred", now)
-            run.records_by_call_id[call_id] = record
+            run.index_result(call_id, record)
         if record is not None and pending is not None:
-            run.pending.pop(call_id, None)
+            run.consume_call(call_id)
             deps.add(record.span_context, Relation.CONSUMES)
     # A call executed explicitly whose result this request carries in the framework's own words (a
     # smolagents `Observation:` user message), not as a tool message naming its id: its result was
@@ -150,7 +139,7 @@ def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequ
     for call_id, pending in list(run.pending.items()):
         record = run.records_by_call_id.get(call_id)
         if pending.record is not None and record is not None and record.source == "explicit":
-            run.pending.pop(call_id, None)
+            run.consume_call(call_id)
             deps.add(record.span_context, Relation.CONSUMES)
     # Tools with no call id (a smolagents CodeAgent's code called them) that ran in the latest step:
     # their results reach the model with this request (the time window of that step).
@@ -163,21 +152,7 @@ def infer_tool_results(handler: "Handler", run: RunInvocation, request: ChatRequ
                 deps.add(record.span_context, Relation.CONSUMES)
 
 
-def _match_pending(run: RunInvocation, name: str, arguments: str | None, call_id: str | None) -> PendingCall | None:
-    if call_id and call_id in run.pending and run.pending[call_id].record is None:
-        return run.pending[call_id]
-    candidates = [p for p in run.pending.values() if p.record is None and p.call.name == name]
-    if not candidates:
-        return None
-    if arguments is not None:
-        wanted = value_key(parse_json_or_text(arguments))
-        for p in candidates:
-            if value_key(parse_json_or_text(p.call.arguments)) == wanted:
-                return p
-    return candidates[0]
-
-
-def _open_tool_span(handler: "Handler", run: RunInvocation, name: str, call_id: str | None, arguments: str | None,
+def _open_tool_span(run: RunInvocation, name: str, call_id: str | None, arguments: str | None,
                     step: StepState | None, source: str, start_ns: int | None,
                     reads: Iterable[str] = (), writes: Iterable[str] = ()) -> ToolStart:
     deps = Dependencies()
@@ -212,11 +187,11 @@ def _open_tool_span(handler: "Handler", run: RunInvocation, name: str, call_id: 
         attributes[GEN_AI_TOOL_CALL_ID] = call_id
     if step is not None:
         attributes[STEP_INDEX] = step.index
-    if handler.config.capture_content and arguments is not None:
-        attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = handler.clip(arguments)
+    if run.content.capture and arguments is not None:
+        attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = run.content.clip(arguments)
     attributes.update(deps.attributes())
     parent = step.span if step is not None else run.span
-    span = handler.tracer.start_span(
+    span = run.tracer.start_span(
         f"{OP_EXECUTE_TOOL} {name}",
         context=trace.set_span_in_context(parent),
         kind=SpanKind.INTERNAL,
@@ -235,12 +210,12 @@ def _failed_predecessor(run: RunInvocation, name: str) -> ToolRecord | None:
     return None
 
 
-def _close_tool_span(handler: "Handler", run: RunInvocation, start: ToolStart, outcome: Outcome, result_text: str | None,
+def _close_tool_span(run: RunInvocation, start: ToolStart, outcome: Outcome, result_text: str | None,
                      exc: BaseException | None, source: str, end_ns: int | None) -> ToolRecord:
     span = start.span
     span.set_attribute(TOOL_OUTCOME, outcome.value)
-    if handler.config.capture_content and result_text is not None:
-        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, handler.clip(result_text))
+    if run.content.capture and result_text is not None:
+        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, run.content.clip(result_text))
     if outcome is not Outcome.OK:
         span.set_attribute(ERROR_TYPE, OUTCOME_ERROR_TYPE[outcome].value)
         if exc is not None:
@@ -253,19 +228,7 @@ def _close_tool_span(handler: "Handler", run: RunInvocation, start: ToolStart, o
     span.end(end_time=end_ns)
     record = ToolRecord(start.name, start.call_id, start.arguments, outcome, span.get_span_context(),
                         start.step.index if start.step else None, source, phase)
-    with run.lock:
-        if start.retry_of is not None:
-            start.retry_of.retried = True
-        run.records.append(record)
-        if start.call_id:
-            run.records_by_call_id[start.call_id] = record
-        if result_text:
-            values = flow.distinctive_values(result_text)
-            run.known_values |= values
-            for key in values:
-                run.value_producers.setdefault(key, record)
-        for key in start.writes:
-            run.resource_writers[key] = record
+    run.record_tool(record, start.retry_of, result_text, start.writes)
     return record
 
 

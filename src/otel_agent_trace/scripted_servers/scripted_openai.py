@@ -16,7 +16,8 @@ waits between events and `{"break_after": n}` drops the connection after n event
 `POST /v1/responses` answers the same scripts in the Responses API's format (scripted_responses.py),
 `POST /v1/messages` in anthropic's Messages format (scripted_anthropic.py), `POST
 /v1beta/models/{model}:generateContent` (and `:streamGenerateContent`) in the Gemini API's
-(scripted_genai.py); a turn's `break_after: N` drops any of the streams after N events.
+(scripted_genai.py), `POST /api/chat` in Ollama's (scripted_ollama.py, JSON or newline-delimited
+JSON); a turn's `break_after: N` drops any of the streams after N events.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from otel_agent_trace.providers.wire_streams import chat_sse
-from otel_agent_trace.testing import scripted_anthropic, scripted_genai, scripted_responses
+from otel_agent_trace.scripted_servers import scripted_anthropic, scripted_genai, scripted_ollama, scripted_responses
 
 Turn = Union[Mapping[str, Any], Callable[[dict[str, Any]], Mapping[str, Any]]]
 
@@ -192,6 +193,8 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             gemini = scripted_genai.route(self.path)  # (model, streamed) of a Gemini API path
             if gemini:
                 api, body = "genai", {**body, "model": gemini[0], "messages": scripted_genai.chat_view(body)}
+            if self.path.rstrip("/") == scripted_ollama.PATH:  # Ollama's native API
+                api, body = "ollama", {**body, "messages": scripted_ollama.chat_view(body)}
             if api == "items" and "/conversations/" in self.path:  # items added to a conversation
                 conversation = self.path.rstrip("/").split("/")[-2]
                 with server._lock:
@@ -199,7 +202,7 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if api == "conversations":  # the Responses API's server-side conversations
                 with server._lock:
                     return self._json(200, scripted_responses.new_conversation(body, server.conversations))
-            if api not in ("completions", "responses", "messages", "genai"):
+            if api not in ("completions", "responses", "messages", "genai", "ollama"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             request = body
             if api == "responses":  # the Responses API: the same scripts, over the whole conversation
@@ -227,6 +230,13 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 parts = scripted_genai.sse(scripted_genai.stream_chunks(response))
                 return self._chunked(parts[:turn["break_after"]] if turn.get("break_after") else parts,
                                      complete=not turn.get("break_after"))
+            if api == "ollama":
+                response = scripted_ollama.response_body(completion)
+                if not request.get("stream"):
+                    return self._json(200, response)
+                lines = scripted_ollama.stream_lines(response)
+                return self._chunked(lines[:turn["break_after"]] if turn.get("break_after") else lines,
+                                     complete=not turn.get("break_after"), content_type="application/x-ndjson")
             if api == "messages":
                 message = scripted_anthropic.message_body(completion)
                 if not request.get("stream"):
@@ -263,10 +273,10 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return self._chunked([scripted_responses.sse(events[:break_after])], complete=False)
             self._chunked([scripted_responses.sse([event]) for event in events])
 
-        def _chunked(self, parts: list[bytes], complete: bool = True) -> None:
+        def _chunked(self, parts: list[bytes], complete: bool = True, content_type: str = "text/event-stream") -> None:
             """A chunked body; an incomplete one ends without its last chunk, as a dropped connection."""
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", content_type)
             self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Connection", "close")
             self.end_headers()

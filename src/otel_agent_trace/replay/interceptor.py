@@ -1,4 +1,5 @@
-"""The recorder's side of replay: asked by the chat wrapper before each client call.
+"""Replay as the handler's interceptor (`recorder/interceptor.py`): asked by the chat wrapper
+before each client call, and by the tool decorator before each tool (replay_tools=recorded).
 
 `replayed(...)` returns what the caller gets from the recording (the provider's `build` makes
 its SDK's response object from the recorded `ChatResponse`, or for `with_raw_response` the wire
@@ -10,19 +11,14 @@ and chat span carry `agent_trace.replay.of` = the original trace id.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.recorder.interceptor import LIVE, Build
 from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 from otel_agent_trace.replay.wire import Wire, through
-
-# build(response, request, instance, kwargs, method) -> the SDK object (an awaitable for an async
-# client; a `wire.Wire` for a raw call); `method` is the patched call's name (`create`, `stream`,
-# `parse`, `acompletion`...)
-Build = Callable[[ChatResponse, ChatRequest, Any, dict, str], Any]
-LIVE = object()
 
 
 def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, args: tuple, kwargs: dict,
@@ -59,22 +55,33 @@ def _mark(invocation: Any, origin: str) -> None:
         span.set_attribute(REPLAY_OF, origin)
 
 
-def _recorded_tool(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
-    replayer = current()
-    if replayer is None or replayer.tools != "recorded":
-        return _NO_RECORDING
-    from otel_agent_trace.tools.decorator import describe_call
+class ReplayInterceptor:
+    """The handler's interceptor while replay is on: each call asks the current replayer
+    (`replay.current()`: the innermost `replay()` block's, else the configuration's)."""
 
-    tool, arguments, _ = describe_call(func, name, args, kwargs)
-    return replayer.tool_answer(tool, arguments)
+    def chat(self, invocation: Any, build: Build, wrapped: Any, instance: Any, args: tuple, kwargs: dict,
+             where: str) -> Any:
+        return replayed(invocation, build, wrapped, instance, args, kwargs, where)
+
+    def tool(self, name: str, arguments: Any) -> Any:
+        replayer = current()
+        if replayer is None or replayer.tools != "recorded":
+            return LIVE
+        found = replayer.tool_answer(name, arguments)
+        return LIVE if found is _NO_RECORDING else found
 
 
-def tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
-    """A decorated or named tool's result: recorded (replay_tools=recorded), else the call's."""
-    found = _recorded_tool(func, name, args, kwargs)
-    return func(*args, **kwargs) if found is _NO_RECORDING else found
+INTERCEPTOR = ReplayInterceptor()
 
 
-async def async_tool_result(func: Any, name: str | None, args: tuple, kwargs: dict) -> Any:
-    found = _recorded_tool(func, name, args, kwargs)
-    return (await func(*args, **kwargs)) if found is _NO_RECORDING else found
+def wanted() -> bool:
+    """Is replay on: a `replay()` block open, or a recording configured?"""
+    from otel_agent_trace import config
+    from otel_agent_trace.replay import active
+
+    return active() or bool(config.current().replay)
+
+
+def inject(handler: Any) -> None:
+    """Give `handler` the replay interceptor while replay is on, and take it back when it is off."""
+    handler.interceptor = INTERCEPTOR if wanted() else None
