@@ -1,7 +1,8 @@
 """`otel-agent-trace`: the command line.
 
 `analyze FILE... [--format text|json|md|html] [--rules FILE]`, `show TRACE_ID FILE...`,
-`minimize TRACE_FILE --harness sandbox|module:function` (minimizer/command.py). Exit codes: 0 every input read; 1 some lines were bad
+`minimize TRACE_FILE --harness sandbox|module:function` (minimizer/command.py),
+`serve --listen HOST:PORT --findings PATH` (serve/command.py). Exit codes: 0 every input read; 1 some lines were bad
 (the rest was still analysed); 2 unusable arguments or an unreadable file.
 """
 
@@ -44,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     from otel_agent_trace.regress.command import add_parsers as add_regress
 
     add_regress(sub)
+    from otel_agent_trace.serve.command import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 
@@ -124,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from otel_agent_trace.minimizer.command import run as run_minimize
 
         return run_minimize(args)
+    if args.command == "serve":
+        from otel_agent_trace.serve.command import run as run_serve
+
+        return run_serve(args)
     if args.command in ("save", "regress"):
         from otel_agent_trace.regress.command import run as run_regress
 
