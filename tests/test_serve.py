@@ -25,13 +25,17 @@ from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
 
 def record_tickets(base_url: str, file: Path, endpoint: str | None, compression: Compression = Compression.Gzip,
-                   rounds: int = 1) -> None:
+                   rounds: int = 1, grpc: bool = False) -> None:
     """The demo's tickets through the real openai client; spans to `file` and, when given, to
-    `endpoint` with the real OTLP/HTTP protobuf exporter."""
+    `endpoint` with the real OTLP/HTTP protobuf exporter (`grpc`: the OTLP/gRPC one)."""
     client = openai.OpenAI(base_url=base_url, api_key="test", max_retries=0)
     provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
     provider.add_span_processor(BatchSpanProcessor(AgentTraceFileExporter(str(file))))
-    if endpoint:
+    if endpoint and grpc:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        provider.add_span_processor(BatchSpanProcessor(GrpcExporter(endpoint=endpoint, insecure=True)))
+    elif endpoint:
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, compression=compression)))
     instrumentor = AgentTraceInstrumentor()
     if instrumentor.is_instrumented_by_opentelemetry:
@@ -64,6 +68,17 @@ def test_findings_are_analyze_runs_entries_from_the_real_otlp_exporter(tmp_path:
     assert len(got) == len(expected), "each run analysed exactly once"
     assert by_run(got) == by_run(expected)
     assert "traces_analysed 8" in serve.stderr and "spans_evicted 0" in serve.stderr
+
+
+def test_grpc_receiver_from_the_real_otlp_grpc_exporter(tmp_path: Path, demo_server) -> None:
+    """--grpc: what the Collector's load-balancing exporter speaks."""
+    findings, traces = tmp_path / "findings.jsonl", tmp_path / "traces.jsonl"
+    with ServeProcess(findings, "--decision-wait", "0.2", "--grpc", "127.0.0.1:0") as serve:
+        record_tickets(demo_server.base_url, traces, f"127.0.0.1:{serve.grpc_port}", grpc=True)
+        assert serve.stop() == 0
+    expected = analyze_json(traces)["runs"]
+    assert len(findings_of(findings)) == len(expected)
+    assert by_run(findings_of(findings)) == by_run(expected)
 
 
 def test_json_and_gzip_bodies_and_exactly_the_two_flags(tmp_path: Path, demo_server) -> None:
@@ -240,3 +255,22 @@ def test_unusable_arguments_exit_2(tmp_path: Path, argv: list[str], capsys) -> N
 
     assert cli.main(["serve", "--findings", str(tmp_path / "f.jsonl"), *argv]) == 2
     assert "otel-agent-trace serve:" in capsys.readouterr().err
+
+
+def test_grpc_push_back_is_resource_exhausted_with_retry_info(tmp_path: Path) -> None:
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    with ServeProcess(tmp_path / "findings.jsonl", "--max-backlog", "0", "--grpc", "127.0.0.1:0") as serve:
+        with grpc.insecure_channel(f"127.0.0.1:{serve.grpc_port}") as channel:
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as raised:
+                stub.Export(ExportTraceServiceRequest(), timeout=10)
+        assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        details = dict(raised.value.trailing_metadata())["grpc-status-details-bin"]
+        info = error_details_pb2.RetryInfo()
+        assert status_pb2.Status.FromString(details).details[0].Unpack(info)
+        assert info.retry_delay.seconds == 1
+        assert serve.stop() == 0
