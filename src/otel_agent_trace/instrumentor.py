@@ -29,6 +29,7 @@ from otel_agent_trace.providers import genai as genai_provider
 from otel_agent_trace.providers import litellm as litellm_provider
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import responses as responses_provider
+from otel_agent_trace.recorder import metrics as recorder_metrics
 from otel_agent_trace.recorder.handler import EXIT_HOOKS, Handler, get_handler, set_handler
 from otel_agent_trace.recorder.run import wrap_as_run
 from otel_agent_trace.replay import wire as replay_wire
@@ -70,6 +71,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider = kwargs.pop("tracer_provider", None)
+        meter_provider = kwargs.pop("meter_provider", None)
         for name in _OTHER_PROVIDERS:
             kwargs.pop(name, None)
         # the one configuration of this process (unknown keywords: TypeError)
@@ -77,6 +79,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         config_module.set_current(config)
         set_handler(Handler(config, tracer_provider), installed=True)
         EXIT_HOOKS.install()
+        safely("metrics: install", recorder_metrics.install, tracer_provider, meter_provider)
         if config.cost:
             cost.preload()  # the optional price library loads in the background
         self._active = True
@@ -99,6 +102,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._active = False
+        recorder_metrics.uninstall()
         for module, target, wrapper in self._client_targets:
             owner, attr = _resolve(module, target)
             while _is_ours(vars(owner).get(attr), wrapper):  # ours on top (once or twice): off
