@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="ANSI colour in the text report (auto: when stdout is a terminal)")
     analyze.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
                          help="worker processes for large plain inputs (0, the default: one per core; 1: none)")
+    analyze.add_argument("--engine", choices=("local", "dask"), default="local",
+                         help="dask: the analysis on a Dask cluster (extra [dask]; --jobs: LocalCluster workers)")
+    analyze.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: the scheduler (default: a LocalCluster)")
     show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
     show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
@@ -99,11 +102,29 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     total = sum(os.path.getsize(p) for p in expand(args.paths) if os.path.isfile(p))
     progress = Progress(total, enabled=None if args.progress == "auto" else args.progress == "always")
     budget = max(args.memory_budget, 1) * 1024 * 1024
+    if streaming and getattr(args, "engine", "local") == "dask":
+        return _dask_inputs(args, rules, remotes)
     if streaming:
         form = getattr(args, "format", None)
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
                                html=form == "html", encoded=form == "json", jobs=args.jobs or _cores())
     return analyze(args.paths, remotes, budget_bytes=budget, progress=progress, trace_prefix=trace_prefix)
+
+
+def _dask_inputs(args: argparse.Namespace, rules: list | None, remotes: list):
+    """`analyze --engine dask` (analyzer/engines/dask.py); None (after a message) when unusable."""
+    from otel_agent_trace.analyzer.engines import dask as dask_engine
+    from otel_agent_trace.analyzer.report.reduce import reducer
+
+    if remotes or args.format == "html":
+        print("otel-agent-trace: --engine dask reads files, for the text, json and md reports", file=sys.stderr)
+        return None
+    try:
+        return dask_engine.analyze_reduced(args.paths, rules, reducer(encoded=args.format == "json"),
+                                           args.scheduler, args.jobs or None)
+    except dask_engine.DaskMissing as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return None
 
 
 def _cores() -> int:
