@@ -23,6 +23,7 @@ class ServeProcess:
         self.findings = findings
         environment = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
         self.stdout_path = findings.with_suffix(".stdout")
+        findings.parent.mkdir(parents=True, exist_ok=True)
         self._stdout = open(self.stdout_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "otel_agent_trace.cli", "serve", "--listen", "127.0.0.1:0",
