@@ -20,9 +20,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import msgspec
+
 from otel_agent_trace.analyzer import analysis, chunks, lifecycle
 from otel_agent_trace.analyzer.readers.otlp_json import read_batches
-from otel_agent_trace.analyzer.spans import InputReport
+from otel_agent_trace.analyzer.spans import InputReport, Span
+
+# a trace's pieces cross the shuffle as msgpack bytes: one C call each way, against pickling every
+# span, event and link object (Span's __reduce__) on one worker and building them again on another
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(list[Span]).decode
 
 PARTITION_BYTES = 64 << 20  # input bytes per partition (a task's reading)
 
@@ -69,7 +76,7 @@ def _trace_of(piece: tuple) -> str:
 
 def _read_partition(chunk: chunks.Chunk) -> tuple[tuple[int, InputReport], list[tuple[str, int, list]]]:
     """(chunk index, its reading report), and one piece per trace it holds: (trace id, chunk index,
-    the trace's spans in this chunk, in input order)."""
+    the trace's spans in this chunk, in input order, msgpack-encoded)."""
     report = InputReport(chunk.path)
     traces: dict[str, list] = {}
     with analysis.no_gc():
@@ -85,7 +92,7 @@ def _read_partition(chunk: chunks.Chunk) -> tuple[tuple[int, InputReport], list[
                         kept += spans
         except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
             report.error = analysis.read_error(exc)
-    return (chunk.index, report), [(trace_id, chunk.index, spans) for trace_id, spans in traces.items()]
+    return (chunk.index, report), [(trace_id, chunk.index, _encode(spans)) for trace_id, spans in traces.items()]
 
 
 def _analyse_group(group: tuple[str, list[tuple[str, int, list]]], rules: list | None,
@@ -93,7 +100,7 @@ def _analyse_group(group: tuple[str, list[tuple[str, int, list]]], rules: list |
     """One trace, whole: its pieces in input order, analysed as the local engine does."""
     trace_id, pieces = group
     pieces = sorted(pieces, key=lambda p: p[1])
-    spans = [span for piece in pieces for span in piece[2]]
+    spans = [span for piece in pieces for span in _decode(piece[2])]
     with analysis.no_gc(), lifecycle.environment_read_once():
         return trace_id, pieces[0][1], chunks.analyse_trace(spans, rules, reduce)
 
