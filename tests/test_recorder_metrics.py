@@ -20,7 +20,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from scenario_agent import call, run_loop
 
 import otel_agent_trace
-from otel_agent_trace.errors import AgentBudgetExceeded
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.recorder import metrics as recorder_metrics
 from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer

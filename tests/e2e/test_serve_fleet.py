@@ -4,7 +4,6 @@ exactly once, at one instance, none split, and the findings equal `analyze` over
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from conftest import analyze, run_demo
 from procs import Collector, free_port, started

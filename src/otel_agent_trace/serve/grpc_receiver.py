@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 
 from otel_agent_trace.serve.decode import JSON, BadRequest
-from otel_agent_trace.serve.receiver import Intake
+from otel_agent_trace.serve.receiver import MAX_BODY_BYTES, Intake
 
 
 def start_grpc(listen: tuple[str, int], intake: Intake) -> tuple[Any, int]:
@@ -36,7 +36,8 @@ def start_grpc(listen: tuple[str, int], intake: Intake) -> tuple[Any, int]:
                 response.partial_success.error_message = message or f"{rejected} spans over a cap or late"
             return response
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-trace-serve-grpc"))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-trace-serve-grpc"),
+                         options=[("grpc.max_receive_message_length", MAX_BODY_BYTES)])  # (gRPC's default: 4 MiB)
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(), server)
     try:
         port = server.add_insecure_port(f"{listen[0]}:{listen[1]}")
