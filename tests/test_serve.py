@@ -56,7 +56,7 @@ def record_tickets(base_url: str, file: Path, endpoint: str | None, compression:
 
 def test_findings_are_analyze_runs_entries_from_the_real_otlp_exporter(tmp_path: Path, demo_server) -> None:
     findings, traces = tmp_path / "findings.jsonl", tmp_path / "traces.jsonl"
-    with ServeProcess(findings, "--decision-wait", "0.2") as serve:
+    with ServeProcess(findings, "--decision-wait", "0.2", "--findings-max-bytes", "8000") as serve:
         record_tickets(demo_server.base_url, traces, serve.url, rounds=2)
         expected = analyze_json(traces)["runs"]
         assert len(expected) == 2 * len(support_agent.TICKETS)
@@ -68,6 +68,9 @@ def test_findings_are_analyze_runs_entries_from_the_real_otlp_exporter(tmp_path:
     assert len(got) == len(expected), "each run analysed exactly once"
     assert by_run(got) == by_run(expected)
     assert "traces_analysed 8" in serve.stderr and "spans_evicted 0" in serve.stderr
+    from otel_agent_trace.rotating_file import backups_of
+
+    assert backups_of(str(findings)), "rotated like our trace files (whole lines; findings_of read them all)"
 
 
 def test_grpc_receiver_from_the_real_otlp_grpc_exporter(tmp_path: Path, demo_server) -> None:

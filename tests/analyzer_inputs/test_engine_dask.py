@@ -46,3 +46,17 @@ def test_dask_report_is_byte_identical_to_local(tmp_path: Path, demo_server, for
         report = json.loads(local.read_bytes())
         assert len(report["runs"]) == 4 and report["summary"]["failed_runs"] >= 1
         assert report["inputs"][1]["bad_lines"], "the bad line is reported, with its file and line"
+
+
+def test_dask_on_a_running_scheduler(tmp_path: Path, demo_server) -> None:
+    """--scheduler ADDRESS: the cluster is the user's (here a LocalCluster started beforehand)."""
+    from distributed import LocalCluster
+
+    trace = record_demo_tickets(tmp_path / "traces.jsonl", demo_server.base_url)
+    files = [str(p) for p in _split(trace, tmp_path, 2)]
+    local, dask = tmp_path / "local.json", tmp_path / "dask.json"
+    assert cli.main(["analyze", *files, "--format", "json", "--jobs", "1", "-o", str(local)]) == 1
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        assert cli.main(["analyze", *files, "--format", "json", "--engine", "dask", "--scheduler",
+                         cluster.scheduler_address, "-o", str(dask)]) == 1
+    assert dask.read_bytes() == local.read_bytes()
