@@ -23,6 +23,9 @@ Workloads:
 Configurations:
   ours:full       content on, redaction processor in front of the exporter, tail sampler built
                   (ratio 0.999, so it buffers and decides like in production), loop detection on;
+  ours:full+metrics  ours:full with metrics on (recorder/metrics.py: a MeterProvider with an
+                  InMemoryMetricReader, so each call pays the instruments' aggregation; the periodic
+                  export, off the calling thread, is not in it);
   ours:core       content on, no span processor (recorder cost alone);
   ours:nocontent  content off, no span processor;
   official:nocontent / official:span_only   opentelemetry-instrumentation-openai-v2 2.4b0;
@@ -49,7 +52,7 @@ SCRIPT = Path(__file__).resolve()
 GOAL = 0.8  # roadmap item 4: our overhead at most 0.8x the official's
 
 CONFIGS = {
-    "ours": ["full", "core", "nocontent"],
+    "ours": ["full", "full+metrics", "core", "nocontent"],
     "official": ["nocontent", "span_only"],
     "openinference": ["nocontent", "content"],
     "openllmetry": ["nocontent", "content"],
@@ -144,12 +147,17 @@ def make_instrumentor(side: str, config: str, provider: Any) -> tuple[Callable[[
     if side == "ours":
         from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 
-        if config == "full":
+        if config in ("full", "full+metrics"):
             from otel_agent_trace.processor import install
 
             install(provider, redact=True, sample_ratio=0.999)
         inst: Any = AgentTraceInstrumentor()
         kwargs = {"capture_content": config != "nocontent"}
+        if config == "full+metrics":
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+            kwargs["meter_provider"] = MeterProvider(metric_readers=[InMemoryMetricReader()])
     elif side == "official":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -370,7 +378,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                       f"+{x['overhead_wall_us']:,.0f}"] if x else ["", "", ""]
         lines.append(f"| {r['side']}:{r['config']} | " + " | ".join(cells) + " |")
     by = {f"{r['side']}:{r['config']}": r for r in results}
-    pairs = [("ours:full", "official:span_only"), ("ours:core", "official:span_only"),
+    pairs = [("ours:full", "official:span_only"), ("ours:full+metrics", "official:span_only"),
+             ("ours:core", "official:span_only"),
              ("ours:nocontent", "official:nocontent"), ("ours:full", "official:nocontent")]
     ratio_lines = []
     for ours, theirs in pairs:

@@ -1,7 +1,8 @@
 """`otel-agent-trace`: the command line.
 
 `analyze FILE... [--format text|json|md|html] [--rules FILE]`, `show TRACE_ID FILE...`,
-`minimize TRACE_FILE --harness sandbox|module:function` (minimizer/command.py). Exit codes: 0 every input read; 1 some lines were bad
+`minimize TRACE_FILE --harness sandbox|module:function` (minimizer/command.py),
+`serve --listen HOST:PORT --findings PATH` (serve/command.py). Exit codes: 0 every input read; 1 some lines were bad
 (the rest was still analysed); 2 unusable arguments or an unreadable file.
 """
 
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     from otel_agent_trace.analyzer.judge.command import add_options as add_judge
 
     add_judge(analyze)
+    analyze.add_argument("--engine", choices=("local", "dask"), default="local",
+                         help="dask: the analysis on a Dask cluster (extra [dask]; --jobs: LocalCluster workers)")
+    analyze.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: the scheduler (default: a LocalCluster)")
     show = sub.add_parser("show", help="replay one run step by step (context delta, decision, tools, phase)")
     show.add_argument("trace_id", metavar="TRACE_ID", help="trace id (a unique prefix is enough)")
     show.add_argument("paths", nargs="*", metavar="FILE", help="OTLP JSON Lines files, directories or globs")
@@ -55,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     from otel_agent_trace.regress.command import add_parsers as add_regress
 
     add_regress(sub)
+    from otel_agent_trace.serve.command import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 
@@ -108,6 +115,8 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
     total = sum(os.path.getsize(p) for p in expand(args.paths) if os.path.isfile(p))
     progress = Progress(total, enabled=None if args.progress == "auto" else args.progress == "always")
     budget = max(args.memory_budget, 1) * 1024 * 1024
+    if streaming and getattr(args, "engine", "local") == "dask":
+        return _dask_inputs(args, rules, remotes)
     if streaming:
         form = getattr(args, "format", None)
         return analyze_reduced(args.paths, remotes, budget_bytes=budget, progress=progress, rules=rules,
@@ -115,6 +124,22 @@ def _read_inputs(args: argparse.Namespace, streaming: bool = False, rules: list 
                                jobs=1 if judge is not None else args.jobs or _cores(),
                                wrap=judge.wrap if judge is not None else None)
     return analyze(args.paths, remotes, budget_bytes=budget, progress=progress, trace_prefix=trace_prefix)
+
+
+def _dask_inputs(args: argparse.Namespace, rules: list | None, remotes: list):
+    """`analyze --engine dask` (analyzer/engines/dask.py); None (after a message) when unusable."""
+    from otel_agent_trace.analyzer.engines import dask as dask_engine
+    from otel_agent_trace.analyzer.report.reduce import reducer
+
+    if remotes or args.format == "html":
+        print("otel-agent-trace: --engine dask reads files, for the text, json and md reports", file=sys.stderr)
+        return None
+    try:
+        return dask_engine.analyze_reduced(args.paths, rules, reducer(encoded=args.format == "json"),
+                                           args.scheduler, args.jobs or None)
+    except dask_engine.DaskMissing as exc:
+        print(f"otel-agent-trace: {exc}", file=sys.stderr)
+        return None
 
 
 def _cores() -> int:
@@ -139,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from otel_agent_trace.minimizer.command import run as run_minimize
 
         return run_minimize(args)
+    if args.command == "serve":
+        from otel_agent_trace.serve.command import run as run_serve
+
+        return run_serve(args)
     if args.command in ("save", "regress"):
         from otel_agent_trace.regress.command import run as run_regress
 

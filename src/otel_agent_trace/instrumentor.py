@@ -21,6 +21,7 @@ from otel_agent_trace._failopen import log_once, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.integration import Integration, Patch
 from otel_agent_trace.recorder import flush as flush_hooks
+from otel_agent_trace.recorder import metrics as recorder_metrics
 from otel_agent_trace.recorder.exit_hooks import EXIT_HOOKS
 from otel_agent_trace.recorder.handler import Handler, get_handler, set_handler, wrap_as_run
 from otel_agent_trace.registry import INTEGRATIONS
@@ -57,6 +58,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider = kwargs.pop("tracer_provider", None)
+        meter_provider = kwargs.pop("meter_provider", None)
         for name in _OTHER_PROVIDERS:
             kwargs.pop(name, None)
         # the one configuration of this process (unknown keywords: TypeError)
@@ -67,6 +69,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
         set_handler(handler, installed=True)
         EXIT_HOOKS.install()
         safely("install flush hooks", flush_hooks.install)
+        safely("metrics: install", recorder_metrics.install, tracer_provider, meter_provider)
         if config.cost:
             cost.preload()  # the optional price library loads in the background
         self._active = True
@@ -79,6 +82,7 @@ class AgentTraceInstrumentor(BaseInstrumentor):
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._active = False
+        recorder_metrics.uninstall()
         for module, target, wrapper in self._client_targets:
             owner, attr = _resolve(module, target)
             while _is_ours(vars(owner).get(attr), wrapper):  # ours on top (once or twice): off

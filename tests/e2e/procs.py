@@ -67,7 +67,8 @@ class Service:
 class Collector(Service):
     """The distribution running a deploy/ config, every address on a free loopback port."""
 
-    def __init__(self, binary: Path, config: str, workdir: Path, name: str, **settings: str) -> None:
+    def __init__(self, binary: Path, config: str, workdir: Path, name: str, overlays: tuple[str, ...] = (),
+                 **settings: str) -> None:
         self.grpc, self.http, self.health = free_port(), free_port(), free_port()
         self.files = workdir / name
         env = {
@@ -79,7 +80,10 @@ class Collector(Service):
             "OTELCOL_FILE_PATH": str(self.files / "agent-traces.jsonl"),
             **settings,
         }
-        super().__init__(name, [str(binary), "--config", str(DEPLOY / config)], env,
+        argv = [str(binary), "--config", str(DEPLOY / config)]
+        for overlay in overlays:  # merged over it, in order
+            argv += ["--config", str(DEPLOY / overlay)]
+        super().__init__(name, argv, env,
                          f"http://127.0.0.1:{self.health}/", workdir / f"{name}.log")
 
 
