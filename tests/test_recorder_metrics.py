@@ -22,7 +22,7 @@ from scenario_agent import call, run_loop
 import otel_agent_trace
 from otel_agent_trace.instrumentor import AgentTraceInstrumentor
 from otel_agent_trace.recorder import metrics as recorder_metrics
-from otel_agent_trace.testing.scripted_openai import ScriptedOpenAIServer
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
 class Recorded:
