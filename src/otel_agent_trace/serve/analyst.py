@@ -13,8 +13,10 @@ from typing import Any, Callable
 
 import orjson
 
-from otel_agent_trace.analyzer import chunks, lifecycle
-from otel_agent_trace.analyzer.analysis import RunSummary
+from otel_agent_trace.analyzer import chunks
+from otel_agent_trace.analyzer.results import RunSummary
+from otel_agent_trace.analyzer.rules import load_rules
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.report.reduce import summarize
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.rotating_file import RotatingLineFile
@@ -35,7 +37,8 @@ class Analyst:
                  on_run: Callable[[dict[str, Any]], None] | None = None, period: float | None = None) -> None:
         self.held = held
         self.findings = findings
-        self.rules = rules
+        self.rules = load_rules(None) if rules is None else rules  # (the built-ins, read once)
+        self.settings = AnalyzerSettings.from_env()  # read once, when serve starts
         self.on_run = on_run  # each run's entry, after its line is written (metrics, finding spans)
         self.period = period if period is not None else max(0.02, min(held.decision_wait / 4, 0.5))
         self.backlog = 0  # complete traces taken and not analysed yet
@@ -47,22 +50,20 @@ class Analyst:
         self._thread.start()
 
     def _loop(self) -> None:
-        with lifecycle.environment_read_once():
-            while not self._stop.wait(self.period):
-                self.analyse(self.held.take_ready())
+        while not self._stop.wait(self.period):
+            self.analyse(self.held.take_ready())
 
     def stop(self) -> None:
         """Stop taking traces, then analyse every trace still held (complete or not)."""
         self._stop.set()
         self._thread.join()
-        with lifecycle.environment_read_once():
-            self.analyse(self.held.take_all())
+        self.analyse(self.held.take_all())
 
     def analyse(self, traces: list[list[Span]]) -> None:
         self.backlog = len(traces)
         for spans in traces:
             try:
-                notes, _, summaries = chunks.analyse_trace(spans, self.rules, summarize)
+                notes, _, summaries = chunks.analyse_trace(spans, self.rules, summarize, self.settings)
             except Exception:  # noqa: BLE001 - one trace the analysis cannot read never stops the others
                 self.stats["analysis_errors"] += 1
                 log.exception("otel-agent-trace serve: the analysis of trace %s failed", spans[0].trace_id)

@@ -22,7 +22,10 @@ from typing import Any, Callable
 
 import msgspec
 
-from otel_agent_trace.analyzer import analysis, chunks, lifecycle
+from otel_agent_trace.analyzer import analysis, chunks, inputs as inputs_
+from otel_agent_trace.analyzer.results import Reduced
+from otel_agent_trace.analyzer.rules import load_rules
+from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.readers.otlp_json import read_batches
 from otel_agent_trace.analyzer.spans import InputReport, Span
 
@@ -39,15 +42,19 @@ class DaskMissing(RuntimeError):
 
 
 def analyze_reduced(paths: list[str], rules: list | None, reduce: Callable, scheduler: str | None = None,
-                    workers: int | None = None, partition_bytes: int = PARTITION_BYTES) -> analysis.Reduced:
-    """The same `Reduced` as `analysis.analyze_reduced` over `paths`, computed on Dask."""
+                    workers: int | None = None, partition_bytes: int = PARTITION_BYTES,
+                    settings: AnalyzerSettings | None = None) -> Reduced:
+    """The same `Reduced` as `analysis.analyze_reduced` over `paths`, computed on Dask (`settings`:
+    None, the environment's, read here once and sent with the tasks)."""
+    settings = AnalyzerSettings.from_env() if settings is None else settings
+    rules = load_rules(None) if rules is None else rules
     try:
         import dask.bag as db
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise DaskMissing("--engine dask needs the optional extra: pip install 'otel-agent-trace[dask]'") from exc
-    files = analysis.expand(paths)
-    out = analysis.Reduced()
+    files = inputs_.expand(paths)
+    out = Reduced()
     plan = chunks.plan(files, max(2, (workers or 1) * 2), partition_bytes) if files else []
     cluster = None
     if scheduler is None:
@@ -55,11 +62,11 @@ def analyze_reduced(paths: list[str], rules: list | None, reduce: Callable, sche
                                dashboard_address=None)
     try:
         with Client(scheduler or cluster) as client:
-            read = db.from_sequence(plan, npartitions=max(len(plan), 1)).map(_read_partition)
+            read = db.from_sequence(plan, npartitions=max(len(plan), 1)).map(_read_partition, settings)
             reports = read.pluck(0)
             pieces = read.pluck(1).flatten()
             groups = pieces.groupby(_trace_of, shuffle="tasks", npartitions=max(len(plan), 1))
-            analysed = groups.map(_analyse_group, rules, reduce)
+            analysed = groups.map(_analyse_group, rules, reduce, settings)
             got_reports, got_traces = client.compute([reports, analysed], sync=True)
     finally:
         if cluster is not None:
@@ -74,14 +81,14 @@ def _trace_of(piece: tuple) -> str:
     return piece[0]
 
 
-def _read_partition(chunk: chunks.Chunk) -> tuple[tuple[int, InputReport], list[tuple[str, int, list]]]:
+def _read_partition(chunk: chunks.Chunk, settings: AnalyzerSettings) -> tuple[tuple[int, InputReport], list[tuple[str, int, list]]]:
     """(chunk index, its reading report), and one piece per trace it holds: (trace id, chunk index,
     the trace's spans in this chunk, in input order, msgpack-encoded)."""
     report = InputReport(chunk.path)
     traces: dict[str, list] = {}
-    with analysis.no_gc():
+    with inputs_.no_gc():
         try:
-            for batch in read_batches(chunk.path, report, None, chunk.start, chunk.end, {}):
+            for batch in read_batches(chunk.path, report, None, chunk.start, chunk.end, {}, settings):
                 if not batch:
                     continue
                 for trace_id, spans in batch.traces.items():
@@ -91,22 +98,22 @@ def _read_partition(chunk: chunks.Chunk) -> tuple[tuple[int, InputReport], list[
                     else:
                         kept += spans
         except Exception as exc:  # noqa: BLE001 - one bad input never stops the others
-            report.error = analysis.read_error(exc)
+            report.error = inputs_.read_error(exc)
     return (chunk.index, report), [(trace_id, chunk.index, _encode(spans)) for trace_id, spans in traces.items()]
 
 
 def _analyse_group(group: tuple[str, list[tuple[str, int, list]]], rules: list | None,
-                   reduce: Callable) -> tuple[str, int, Any]:
+                   reduce: Callable, settings: AnalyzerSettings) -> tuple[str, int, Any]:
     """One trace, whole: its pieces in input order, analysed as the local engine does."""
     trace_id, pieces = group
     pieces = sorted(pieces, key=lambda p: p[1])
     spans = [span for piece in pieces for span in _decode(piece[2])]
-    with analysis.no_gc(), lifecycle.environment_read_once():
-        return trace_id, pieces[0][1], chunks.analyse_trace(spans, rules, reduce)
+    with inputs_.no_gc():
+        return trace_id, pieces[0][1], chunks.analyse_trace(spans, rules, reduce, settings)
 
 
 def _merge(plan: list[chunks.Chunk], files: list[str], reports: list[tuple[int, InputReport]],
-           traces: list[tuple[str, int, Any]], out: analysis.Reduced) -> None:
+           traces: list[tuple[str, int, Any]], out: Reduced) -> None:
     """As `chunks.merge`: one report per input (its chunks' in order), then every trace's notes,
     convention and runs, traces in order of first appearance."""
     inputs = [InputReport(path) for path in files]
