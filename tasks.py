@@ -103,10 +103,15 @@ def _e2e_ready() -> bool:
     return subprocess.run([sys.executable, str(ROOT / "tests" / "e2e" / "gobuild.py")], cwd=ROOT).returncode == 0
 
 
+# pytest-xdist over every core; a module's tests stay on one worker, so a module's shared servers
+# (the e2e Collector and Jaeger, the scripted model servers) start once. `-n 0` after `test` runs serially.
+PARALLEL = ["-n", "auto", "--dist", "loadfile"]
+
+
 def test(extra: list[str]) -> int:
     setup()
     _e2e_ready()  # a failed build fails the e2e tests, which build again and show the error
-    return subprocess.run([str(BIN / "python"), "-m", "pytest", *extra], cwd=ROOT).returncode
+    return subprocess.run([str(BIN / "python"), "-m", "pytest", *PARALLEL, *extra], cwd=ROOT).returncode
 
 
 def e2e(extra: list[str]) -> int:
