@@ -435,6 +435,8 @@ def agreeing_agent_first(ranked: list[Suspicion]) -> list[Suspicion]:
     agent's best place comes first (its score raised to the first one's). One signal can be set
     off by any turn; several pointing at the same agent's turns are better evidence of who
     erred. Places of one agent (a single-agent run) are left in their order."""
+    if len(ranked) < 3:  # (no place, or too few for another agent to be named twice)
+        return ranked
     counts: dict[str | None, int] = {}
     for s in ranked:
         counts[s.agent] = counts.get(s.agent, 0) + 1
