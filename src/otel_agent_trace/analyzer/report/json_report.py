@@ -134,7 +134,7 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
     reader = f.readers.get(span.span_id)
     bug_class = BUG_CLASS_OF_ERROR.get(error_type or "")
     exception_type = exception_text(span)[0].rsplit(".", 1)[-1] or None
-    outside = failed_outside_the_call(error_type, exception_type)
+    outside = _outside(error_type, span)
     return {**_ref(f.run, span), "agent": f.run.agent_of(span), "error_type": error_type,
             "derived": bool(st and st.derived),
             "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags),
@@ -143,6 +143,12 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
             "read_by_span_id": reader.span_id if reader is not None else None,
             "located_at": located_at(f.run, span, bug_class, reader, outside),
             "exception_type": exception_type}
+
+
+def _outside(error_type: str | None, span: Span) -> bool:
+    """Whether the error is a tool failure from outside the call (`classify.failed_outside_the_call`)."""
+    exception_class, message = exception_text(span)
+    return failed_outside_the_call(error_type, exception_class.rsplit(".", 1)[-1] or None, message)
 
 
 # What each occurrence of a folded `errors[]` entry keeps of its own (docs/analyzer.md, "Folding").
@@ -195,8 +201,7 @@ def _recovered(f: Finding) -> list[dict[str, Any]]:
                     "start_time_unix_nano": span.start_ns, "decision_span_id": _decision(run, span).span_id,
                     "recovered_by_span_id": by,
                     "read_by_span_id": reader.span_id if reader is not None else None,
-                    "located_at": located_at(run, span, bug_class, reader, failed_outside_the_call(
-                        error_type, exception_text(span)[0].rsplit(".", 1)[-1] or None))})
+                    "located_at": located_at(run, span, bug_class, reader, _outside(error_type, span))})
     return out
 
 
