@@ -12,6 +12,7 @@ import pytest
 from scenario_agent import analyze_json, call, record_run
 
 from otel_agent_trace import detectors
+from otel_agent_trace.analyzer import silent
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
@@ -117,3 +118,35 @@ def test_a_value_from_an_execution_is_charged_to_the_turn_that_ran_it(tmp_path):
 def test_an_exponent_without_a_mantissa_is_an_id():
     assert detectors.value_key("E0000") == "s:E0000"
     assert detectors.distinctive_values("code E0000 at 1e5") == {"s:E0000", "n:100000"}
+
+
+def test_the_agent_several_signals_agree_on_leads(tmp_path):
+    # the checker's assumption alone would lead; two other signals name the analyst's turns
+    turns = [
+        ("Planner", "Plan: the analyst reads orders.csv and computes the mean order value."),
+        ("Analyst", "```python\nimport pandas as pd\nprint(pd.read_csv('order.csv')['value'].mean())\n```"),
+        ("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: FileNotFoundError: order.csv"),
+        ("Analyst", "```python\nimport pandas as pd\nprint(pd.read_csv('orders.csv')['value'].mean())\n```"),
+        ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 73.25"),
+        ("Checker", "I cannot open the file myself, so let's assume the output is right: the mean order value "
+                    "is **73.25**. TERMINATE"),
+    ]
+    [run] = analyze_json(_group_chat(tmp_path / "chat.jsonl", "What is the mean order value?", turns),
+                         "--all-failed")["runs"]
+    suspected = {e["span_name"] + "/" + e["span_id"][-1]: e for e in run["errors"] if e["suspicion"]}
+    assert {e["agent"] for e in suspected.values()} == {"Analyst", "Checker"}
+    assert sum(e["agent"] == "Analyst" for e in suspected.values()) == 2
+    assert run["origin"]["agent"] == "Analyst" and run["origin"]["error_type"] == "error_in_text"
+    [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
+    assert "2 of the 3 places name Analyst" in entry["reason"]
+    # one agent alone keeps the signals' order
+    alone = [(agent if agent in ("Computer_terminal",) else "Analyst", text) for agent, text in turns]
+    [run] = analyze_json(_group_chat(tmp_path / "alone.jsonl", "What is the mean order value?", alone),
+                         "--all-failed")["runs"]
+    assert run["origin"]["error_type"] == "assumed_fact" and run["origin"]["step_index"] == 5
+
+
+def test_a_pronouns_contraction_is_no_answer_value():
+    values = silent.answer_values("I'm sure: I'll say We've found Paris Orly.", "Which airport?")
+    assert "s:paris orly" in values
+    assert not any(key.startswith(("s:i'", "s:we'")) for key in values)

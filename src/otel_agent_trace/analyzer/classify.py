@@ -18,6 +18,8 @@ Locate first, then classify, looking at the origin and the context around it:
 
 from __future__ import annotations
 
+import re
+
 from otel_agent_trace.analyzer.lifecycle import (DEGENERATE_VALUE, UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
                                                  unseen_argument_values)
 from otel_agent_trace.analyzer.locate import Finding, tool_name
@@ -52,6 +54,25 @@ BUG_CLASS_OF_ERROR = {
     ErrorType.CONTEXT_DROPPED.value: "prompt",
     ErrorType.TRUNCATED_OUTPUT.value: "prompt",
 }
+
+
+# A tool failure from outside the decision that made the call: the network or a service (a
+# timeout, an HTTP or connection error, a failed model call). The call was well-formed; what the
+# agent did next is what the failure asks about, so it is placed at the decision that read it
+# (docs/analyzer.md, Placement). Not one: a page that does not exist (HTTP 404: the call chose
+# the address), and a file the tool cannot read (the call chose the tool and the path; TRAIL
+# labels those at the call, as environment setup errors).
+_OUTSIDE_ERROR_TYPES = frozenset({ErrorType.TOOL_TIMEOUT.value, ErrorType.LLM_ERROR.value})
+_OUTSIDE_EXCEPTION = re.compile(r"(?i)(?:HTTP\w*Error|Connect\w*(?:Error|Exception|Timeout)|Timeout(?:Error|Exception)?)$")
+_NOT_FOUND = re.compile(r"\b404\b|Not Found", re.IGNORECASE)
+
+
+def failed_outside_the_call(error_type: str | None, exception_type: str | None, message: str = "") -> bool:
+    """Whether a tool failure came from outside the call (see `_OUTSIDE_EXCEPTION`)."""
+    if error_type in _OUTSIDE_ERROR_TYPES:
+        return True
+    return (error_type == ErrorType.TOOL_EXCEPTION.value and bool(exception_type)
+            and bool(_OUTSIDE_EXCEPTION.search(exception_type)) and not _NOT_FOUND.search(message[:300]))
 
 
 def classify(finding: Finding) -> None:

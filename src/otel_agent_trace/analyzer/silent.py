@@ -68,6 +68,8 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(
 _MARKED_ANSWER = re.compile(r"\*\*([^*\n]{1,80})\*\*|\\boxed\{([^}]{1,80})\}|[\"“]([^\"”\n]{2,60})[\"”]|"
                             r"(?i:answer(?: is|:)\s*)([^\n.,;]{1,60})")
 _NAME = re.compile(r"\b(?:[A-Z][\w'’.-]*[A-Za-z0-9](?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)*)\b")
+# a pronoun's contraction (`I'm`, `I'll`, `We've`) is capitalised but is no name
+_PRONOUN = re.compile(r"(?i)^(?:i|we|you|they|he|she|it|let)['’]")
 _STOP = frozenset("""the a an this that these those it its is are was were be been i we you he she they
 final answer result results therefore thus so here based task terminate note yes no step code output
 python verification verified data information conclusion summary plan""".split())
@@ -207,7 +209,7 @@ def answer_values(text: str, task: str, agents: frozenset[str] = frozenset()) ->
                 _keep(out, key, value, strength - 1 if small else strength)
             return
         low = value.lower()
-        if len(value) < 2 or low in _STOP or low in task_lower or "_" in value or low in agents:
+        if len(value) < 2 or low in _STOP or low in task_lower or "_" in value or low in agents or _PRONOUN.match(value):
             return
         if not any(c.isalpha() for c in value):
             return
@@ -394,13 +396,12 @@ def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
     for turn in sequence[1:]:
         if turn.observation:
             continue
-        m = _ASSUMING.search(_CODE_BLOCK.sub(" ", turn.text))
+        text = _CODE_BLOCK.sub(" ", turn.text)
+        m = _ASSUMING.search(text)
         if m and m.group().lower() not in task.lower():
-            text = turn.text
             quote = " ".join(text[max(0, m.start() - 60):m.end() + 60].split())
-            return [Suspicion(turn.span, turn.agent, ASSUMED_FACT,
-                              f"{turn.span.name} goes on from what it supposes, not what it obtained: ...{quote}...",
-                              1.1, bug_class="model_decision")]
+            reason = f"{turn.span.name} goes on from what it supposes, not what it obtained: ...{quote}..."
+            return [Suspicion(turn.span, turn.agent, ASSUMED_FACT, reason, 1.1, bug_class="model_decision")]
     return []
 
 
@@ -425,4 +426,25 @@ def suspicions(run: Run) -> list[Suspicion]:
             have.score = max(have.score, s.score)
             have.bug_class = have.bug_class or s.bug_class
     ranked = sorted(merged.values(), key=lambda s: (-s.score, s.span.start_ns, s.span.span_id))
-    return ranked[:MAX_SUSPICIONS]
+    return agreeing_agent_first(ranked[:MAX_SUSPICIONS])
+
+
+def agreeing_agent_first(ranked: list[Suspicion]) -> list[Suspicion]:
+    """In a multi-agent run, the agent that independent signals agree on leads: when the first
+    place's agent is named at no other place and another agent is named at two or more, that
+    agent's best place comes first (its score raised to the first one's). One signal can be set
+    off by any turn; several pointing at the same agent's turns are better evidence of who
+    erred. Places of one agent (a single-agent run) are left in their order."""
+    if len(ranked) < 3:  # (no place, or too few for another agent to be named twice)
+        return ranked
+    counts: dict[str | None, int] = {}
+    for s in ranked:
+        counts[s.agent] = counts.get(s.agent, 0) + 1
+    if counts[ranked[0].agent] > 1:
+        return ranked
+    lead = next((s for s in ranked if s.agent is not None and counts[s.agent] >= 2), None)
+    if lead is None:
+        return ranked
+    lead.reason += f"; {counts[lead.agent]} of the {len(ranked)} places name {lead.agent}"
+    lead.score = max(lead.score, ranked[0].score)
+    return [lead, *(s for s in ranked if s is not lead)]

@@ -65,6 +65,13 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
         reason += f"; its own plan named {', '.join(sorted(planned))}, which it never called"
     else:
         reason += "; low confidence (a suspicion): nothing in the trace says the task needed a tool"
+        # (the first step nested as the answering one is: a framework's planning calls, made
+        # beside its step spans rather than in one, are not steps that could have called a tool)
+        wrapped = decider.parent_id != run.root.span_id
+        first = next(s for s in run.steps if (s.parent_id != run.root.span_id) == wrapped)
+        if first is not decider:
+            reason += f"; the first step ({run.step_index_of(first)}) already went without one"
+            decider = first
     mark(life, decider, UNSUPPORTED_ANSWER, reason)
     life.state(decider.span_id).flags.add(PLAN_NAMED_TOOL if planned else SUSPICION)
 
