@@ -4,6 +4,7 @@ benchmark that breaks fails the suite."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,3 +31,12 @@ def test_trace_volume_smoke():
     rows = [ln for ln in done.stdout.splitlines() if ln.startswith("| 3 |") or ln.startswith("| 5 |")]
     assert len(rows) == 2 and all(ln.count("|") == 10 for ln in rows), done.stdout
     assert "context of all 5 steps rebuilt from our trace" in done.stderr
+
+
+def test_national_ids_smoke():
+    """Recall and false positives of the US SSN detector, both scan paths, as JSON and prose."""
+    done = smoke("bench_national_ids.py")
+    results = json.loads(next(ln for ln in done.stdout.splitlines() if ln.startswith("{")))
+    assert "find_all" in results and done.stdout.rstrip().endswith("smoke: OK")
+    for figures in results.values():
+        assert figures["n"] == 500 and figures["recall"] == 1.0 and figures["false_positive_rate"] == 0.0

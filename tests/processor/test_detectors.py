@@ -224,3 +224,17 @@ def test_a_value_glued_to_another_script_is_found(scan, text, kind, value):
     """Word edges are ASCII: Chinese or Cyrillic letters around a value do not hide it."""
     found = scan(text)
     assert [(f.kind, text[f.start:f.end]) for f in found] == [(kind, value)]
+
+
+def test_us_ssn_is_found_when_the_ssa_could_issue_it():
+    from otel_agent_trace.processor.detectors import US_SSN, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("my SSN is 123-45-6789.") == [(US_SSN, "123456789")]  # issue 31: it reached the file in clear
+    assert kinds('{"ssn": "078 05 1120"}') == [(US_SSN, "078051120")]
+    for invalid in ("000-12-3456", "666-12-3456", "912-34-5678", "123-00-4567", "123-45-0000"):
+        assert kinds(invalid) == [], invalid
+    for other in ("2026-11-30", "94107-1234", "ORD-123-45-6789", "123-45-67890", "123-45 6789", "123456789"):
+        assert all(k != US_SSN for k, _ in kinds(other)), other
