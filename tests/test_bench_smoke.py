@@ -4,8 +4,10 @@ benchmark that breaks fails the suite."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +42,62 @@ def test_national_ids_smoke():
     assert "find_all" in results and done.stdout.rstrip().endswith("smoke: OK")
     for figures in results.values():
         assert figures["n"] == 500 and figures["recall"] == 1.0 and figures["false_positive_rate"] == 0.0
+
+
+def test_redaction_smoke():
+    out = smoke("bench_redaction.py").stdout
+    assert "per step, ~8 KB JSON context, cached (6 steps)" in out and "detectors, hyperscan front end" in out
+
+
+def test_sampler_smoke():
+    out = smoke("bench_sampler.py").stdout
+    stats = next(ln for ln in out.splitlines() if ln.startswith("last sampler stats: "))
+    figures = ast.literal_eval(stats.split(": ", 1)[1])
+    assert figures["traces_kept"] + figures["traces_dropped"] == 400  # every trace decided
+
+
+def test_span_floor_smoke():
+    out = smoke("bench_span_floor.py").stdout
+    assert "| BatchSpanProcessor + AgentTraceSpanProcessor (redact, sample 0.999) |" in out
+
+
+def test_leaks_smoke():
+    out = smoke("bench_leaks.py").stdout
+    assert "false positives on text without personal data: 0 / 300" in out
+    recalls = re.findall(r"^\s+(\w+)\s+(\d\.\d{4}) \(\d+/\d+\)$", out, re.M)
+    assert len(recalls) >= 32 and all(r == "1.0000" for _, r in recalls), out  # 16 kinds, 2 exporters
+    assert all(f"{form}  " in out for form in ("url_encoded", "base64", "split_across_two_json_strings"))
+
+
+def test_load_smoke():
+    result = json.loads(next(ln for ln in smoke("bench_load.py").stdout.splitlines() if ln.startswith("{")))
+    assert result["runs"] == 200 and result["failing_written"] == result["failing"] > 0  # failing runs all kept
+    assert result["dropped_by_batch_queue"] == 0
+
+
+def test_analyzer_throughput_smoke(tmp_path):
+    out = smoke("bench_analyzer_throughput.py", str(tmp_path / "throughput.jsonl")).stdout
+    phases = re.findall(r"^(read|group|analyze|cli1)\s+[\d.]+ MB/s", out, re.M)
+    assert phases == ["read", "group", "analyze", "cli1"], out
+
+
+def test_mcp_overhead_smoke():
+    out = smoke("bench_mcp_overhead.py").stdout
+    assert re.search(r"call_tool over stdio, 1 rounds x 5 calls: median \d+ us plain, \d+ us instrumented", out), out
+
+
+def test_minimize_smoke():
+    out = smoke("bench_minimize.py").stdout
+    assert "| wordcount |" in out and "| strict+closure | 1/1 | 1/1 |" in out, out
+
+
+def test_gen_otlp_file_smoke(tmp_path):
+    path = tmp_path / "generated.jsonl"
+    out = smoke("gen_otlp_file.py", str(path)).stdout
+    runs = int(re.search(r": (\d+) runs$", out.strip()).group(1))
+    lines = path.read_bytes().splitlines()
+    assert runs > 0 and lines and all(json.loads(ln)["resourceSpans"] for ln in lines)
+    report = subprocess.run([str(Path(sys.executable).with_name("otel-agent-trace")), "analyze", "--format", "json",
+                             str(path)], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert report.returncode == 0 and len(json.loads(report.stdout)["runs"]) == runs, report.stderr[-2000:]
