@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -101,3 +103,22 @@ def test_gen_otlp_file_smoke(tmp_path):
                              str(path)], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert report.returncode == 0 and len(json.loads(report.stdout)["runs"]) == runs, report.stderr[-2000:]
+
+
+def test_trail_smoke():
+    out = smoke("bench_trail.py").stdout
+    if out.startswith("smoke: skipped"):
+        pytest.skip(out.strip())
+    head = re.match(r"TRAIL GAIA: (\d+) traces, (\d+) analysed, (\d+) runs", out)
+    assert head and head.group(1) == head.group(2) and int(head.group(3)) >= int(head.group(1)), out
+    rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "/" in ln]
+    assert len(rows) >= 6 and all(ln.count("|") == 8 for ln in rows), out
+
+
+def test_check_report_identity_smoke(tmp_path):
+    reference = tmp_path / "reference"
+    smoke("check_report_identity.py", "save", str(reference))
+    out = smoke("check_report_identity.py", "compare", str(reference)).stdout
+    said = re.findall(r"^(\S+): (identical|DIFFERENT) \(\d+ / \d+ bytes\)$", out, re.M)
+    assert [name for name, _ in said] == ["shape20.json", "shape20.txt", "shape20-jobs2.json", "trail.json"], out
+    assert all(verdict == "identical" for _, verdict in said), out  # the same tree twice: byte-identical
