@@ -122,3 +122,19 @@ def test_check_report_identity_smoke(tmp_path):
     said = re.findall(r"^(\S+): (identical|DIFFERENT) \(\d+ / \d+ bytes\)$", out, re.M)
     assert [name for name, _ in said] == ["shape20.json", "shape20.txt", "shape20-jobs2.json", "trail.json"], out
     assert all(verdict == "identical" for _, verdict in said), out  # the same tree twice: byte-identical
+
+
+def test_overhead_smoke():
+    """Ours (full, core, nocontent) and the official (nocontent, span_only), 1 round of 10 iterations."""
+    out = smoke("bench_overhead.py").stdout
+    rows = [r for r in re.findall(r"^\| (\w+:\w+) \|", out, re.M) if r != "side:config"]
+    assert rows == ["ours:full", "ours:core", "ours:nocontent", "official:nocontent", "official:span_only"], out
+    assert "ours:full / official:span_only: small" in out and out.rstrip().endswith("smoke: OK")
+
+
+def test_cli_pairs_smoke(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    smoke("gen_otlp_file.py", str(path))
+    out = smoke("bench_cli_pairs.py", str(path)).stdout
+    assert re.findall(r"^(raw|now|now1)\s+CPU\s+[\d.]+ s  wall", out, re.M) == ["raw", "now", "now1"], out
+    assert "now/raw: CPU" in out and "now1/raw: CPU" in out
