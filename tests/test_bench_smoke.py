@@ -138,3 +138,18 @@ def test_cli_pairs_smoke(tmp_path):
     out = smoke("bench_cli_pairs.py", str(path)).stdout
     assert re.findall(r"^(raw|now|now1)\s+CPU\s+[\d.]+ s  wall", out, re.M) == ["raw", "now", "now1"], out
     assert "now/raw: CPU" in out and "now1/raw: CPU" in out
+
+
+def test_instructions_smoke():
+    out = smoke("bench_instructions.py").stdout
+    if out.startswith("smoke: skipped"):
+        pytest.skip(out.strip())
+    assert re.findall(r"^(raw|read)\s+[\d.]+ M instructions per MB", out, re.M) == ["raw", "read"], out
+
+
+def test_every_benchmark_has_a_smoke_test():
+    """A benchmark added without a smoke run here fails this (`_agent_loop.py` is their shared module)."""
+    source = Path(__file__).read_text()
+    scripts = sorted(p.name for p in (ROOT / "bench").glob("*.py") if not p.name.startswith("_"))
+    assert len(scripts) >= 16
+    assert [s for s in scripts if f'smoke("{s}"' not in source] == []
