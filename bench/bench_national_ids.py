@@ -1,4 +1,4 @@
-"""Recall and false positives of the national-identifier detectors (issue 31: US SSN).
+"""Recall and false positives of the national-identifier detectors (issue 31: US SSN, UK NINO).
 
     python bench/bench_national_ids.py [--n 20000] [--seed 31]
     python bench/bench_national_ids.py --smoke      # the test suite's: 500 of each, shape only
@@ -60,6 +60,41 @@ def negative(rng: random.Random) -> str:
     return str(rng.randint(10**8, 10**9 - 1))  # bare 9 digits: not claimed (see docs/reliability.md)
 
 
+FIRST, SECOND = "ABCEGHJKLMNOPRSTWXYZ", "ABCEGHJKLMNPRSTWXYZ"
+NEVER = {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
+
+
+def valid_nino(rng: random.Random) -> str:
+    while True:
+        prefix = rng.choice(FIRST) + rng.choice(SECOND)
+        if prefix not in NEVER:
+            break
+    digits = f"{rng.randint(0, 999999):06d}"
+    if rng.random() < 0.5:
+        return f"{prefix} {digits[:2]} {digits[2:4]} {digits[4:]} {rng.choice('ABCD')}"
+    return f"{prefix}{digits}{rng.choice('ABCD')}"
+
+
+def negative_nino(rng: random.Random) -> str:
+    digits = f"{rng.randint(0, 999999):06d}"
+    kind = rng.randrange(6)
+    if kind == 0:  # a prefix never issued, or a first/second letter never used
+        prefix = rng.choice(sorted(NEVER) + ["QQ", "DA", "FA", "AO", "AV", "IA", "UA"])
+        return f"{prefix}{digits}{rng.choice('ABCD')}"
+    if kind == 1:
+        return f"AB{digits}{rng.choice('EFGHXYZ')}"  # suffix not A-D
+    if kind == 2:
+        return f"ab{digits}c"  # lower case: ids
+    if kind == 3:
+        return f"X{rng.choice(FIRST)}{rng.choice(SECOND)}{digits}A"  # inside a longer code
+    if kind == 4:
+        return f"SW{rng.randint(1, 20)} {rng.randint(1, 9)}AA"  # a postcode
+    return f"INV-{rng.choice(FIRST)}{rng.choice(SECOND)}{digits}"  # no suffix
+
+
+KINDS = {"US_SSN": (valid, negative), "UK_NINO": (valid_nino, negative_nino)}
+
+
 def scanners() -> dict[str, object]:
     out: dict[str, object] = {"find_all": detectors.find_all}
     try:
@@ -72,18 +107,20 @@ def scanners() -> dict[str, object]:
 
 
 def measure(n: int, seed: int) -> dict[str, dict[str, float]]:
-    rng = random.Random(seed)
-    positives = [(v, rng.choice(TEMPLATES).replace("{}", v, 1)) for v in (valid(rng) for _ in range(n))]
-    negatives = [rng.choice(TEMPLATES).replace("{}", negative(rng), 1) for _ in range(n)]
+    """{"KIND path": {"recall", "false_positive_rate", "n"}} for each kind and scan path."""
     results = {}
-    for name, scan in scanners().items():
-        found = 0
-        for value, text in positives:
-            start = text.index(value)
-            if any(f.kind == detectors.US_SSN and f.start <= start and f.end >= start + len(value) for f in scan(text)):
-                found += 1
-        false = sum(1 for text in negatives if any(f.kind == detectors.US_SSN for f in scan(text)))
-        results[name] = {"recall": found / n, "false_positive_rate": false / n, "n": n}
+    for kind, (make, unmake) in KINDS.items():
+        rng = random.Random(seed)
+        positives = [(v, rng.choice(TEMPLATES).replace("{}", v, 1)) for v in (make(rng) for _ in range(n))]
+        negatives = [rng.choice(TEMPLATES).replace("{}", unmake(rng), 1) for _ in range(n)]
+        for name, scan in scanners().items():
+            found = 0
+            for value, text in positives:
+                start = text.index(value)
+                if any(f.kind == kind and f.start <= start and f.end >= start + len(value) for f in scan(text)):
+                    found += 1
+            false = sum(1 for text in negatives if any(f.kind == kind for f in scan(text)))
+            results[f"{kind} {name}"] = {"recall": found / n, "false_positive_rate": false / n, "n": n}
     return results
 
 
@@ -95,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = measure(500 if args.smoke else args.n, args.seed)
     for name, r in results.items():
-        print(f"US_SSN {name}: recall {r['recall']:.2%} of {r['n']}, false positives {r['false_positive_rate']:.2%} of {r['n']}")
+        print(f"{name}: recall {r['recall']:.2%} of {r['n']}, false positives {r['false_positive_rate']:.2%} of {r['n']}")
     print(json.dumps(results))
     if args.smoke:
-        assert set(results) >= {"find_all"} and all(0 <= r["recall"] <= 1 for r in results.values()), results
+        assert set(results) >= {"US_SSN find_all", "UK_NINO find_all"} and all(0 <= r["recall"] <= 1 for r in results.values()), results
         print("smoke: OK")
     return 0
 

@@ -38,10 +38,10 @@ def test_trace_volume_smoke():
 
 
 def test_national_ids_smoke():
-    """Recall and false positives of the US SSN detector, both scan paths, as JSON and prose."""
+    """Recall and false positives of the US SSN and UK NINO detectors, both scan paths."""
     done = smoke("bench_national_ids.py")
     results = json.loads(next(ln for ln in done.stdout.splitlines() if ln.startswith("{")))
-    assert "find_all" in results and done.stdout.rstrip().endswith("smoke: OK")
+    assert {"US_SSN find_all", "UK_NINO find_all"} <= set(results) and done.stdout.rstrip().endswith("smoke: OK")
     for figures in results.values():
         assert figures["n"] == 500 and figures["recall"] == 1.0 and figures["false_positive_rate"] == 0.0
 

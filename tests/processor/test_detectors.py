@@ -238,3 +238,15 @@ def test_us_ssn_is_found_when_the_ssa_could_issue_it():
         assert kinds(invalid) == [], invalid
     for other in ("2026-11-30", "94107-1234", "ORD-123-45-6789", "123-45-67890", "123-45 6789", "123456789"):
         assert all(k != US_SSN for k, _ in kinds(other)), other
+
+
+def test_uk_national_insurance_number_with_an_issued_prefix():
+    from otel_agent_trace.processor.detectors import UK_NINO, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("NI number AB 12 34 56 C.") == [(UK_NINO, "AB123456C")]
+    assert kinds('{"nino": "JG103759A"}') == [(UK_NINO, "JG103759A")]
+    for other in ("QQ123456C", "GB123456A", "DA123456A", "AO123456A", "AB123456E", "ab123456c", "XAB123456C"):
+        assert all(k != UK_NINO for k, _ in kinds(other)), other

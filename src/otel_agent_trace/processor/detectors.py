@@ -38,6 +38,7 @@ IP = "IP"
 IBAN = "IBAN"
 SECRET = "SECRET"
 US_SSN = "US_SSN"
+UK_NINO = "UK_NINO"
 
 
 @dataclass(frozen=True)
@@ -453,6 +454,24 @@ def secrets_in(text: str, lo: int, hi: int, out: list[Found], lower: str | None 
                 pos = hay.find(lit, pos + len(lit), hi)
 
 
+# --- UK National Insurance numbers -------------------------------------------------------------
+# two prefix letters (first not D F I Q U V, second not D F I O Q U V; BG GB KN NK NT TN ZZ never
+# issued), six digits (pairs may be spaced), suffix A-D; capitals only (lower-case codes are ids)
+_NINO = re.compile(r"(?<![A-Za-z0-9])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
+                   re.ASCII)
+_NINO_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _ninos(text: str, out: list[Found]) -> None:
+    ninos_in(text, 0, len(text), out)
+
+
+def ninos_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    for m in _NINO.finditer(text, lo, hi):
+        if m.group(1) not in _NINO_NEVER:
+            out.append(Found(m.start(), m.end(), UK_NINO, m.group().replace(" ", "")))
+
+
 # --- entry point ------------------------------------------------------------------------------
 Finder = Callable[[str, list], None]
 BUILTIN: dict[str, Finder] = {
@@ -461,6 +480,7 @@ BUILTIN: dict[str, Finder] = {
     "ipv6": _ipv6,
     "ibans": _ibans,
     "secrets": _secrets,
+    "ninos": _ninos,
 }
 
 
