@@ -224,3 +224,29 @@ def test_a_value_glued_to_another_script_is_found(scan, text, kind, value):
     """Word edges are ASCII: Chinese or Cyrillic letters around a value do not hide it."""
     found = scan(text)
     assert [(f.kind, text[f.start:f.end]) for f in found] == [(kind, value)]
+
+
+def test_us_ssn_is_found_when_the_ssa_could_issue_it():
+    from otel_agent_trace.processor.detectors import US_SSN, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("my SSN is 123-45-6789.") == [(US_SSN, "123456789")]  # issue 31: it reached the file in clear
+    assert kinds('{"ssn": "078 05 1120"}') == [(US_SSN, "078051120")]
+    for invalid in ("000-12-3456", "666-12-3456", "912-34-5678", "123-00-4567", "123-45-0000"):
+        assert kinds(invalid) == [], invalid
+    for other in ("2026-11-30", "94107-1234", "ORD-123-45-6789", "123-45-67890", "123-45 6789", "123456789"):
+        assert all(k != US_SSN for k, _ in kinds(other)), other
+
+
+def test_uk_national_insurance_number_with_an_issued_prefix():
+    from otel_agent_trace.processor.detectors import UK_NINO, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("NI number AB 12 34 56 C.") == [(UK_NINO, "AB123456C")]
+    assert kinds('{"nino": "JG103759A"}') == [(UK_NINO, "JG103759A")]
+    for other in ("QQ123456C", "GB123456A", "DA123456A", "AO123456A", "AB123456E", "ab123456c", "XAB123456C"):
+        assert all(k != UK_NINO for k, _ in kinds(other)), other

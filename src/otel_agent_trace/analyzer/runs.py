@@ -9,6 +9,8 @@ from typing import Any, Callable, Iterable
 
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
 from otel_agent_trace.model import (
+    CONTEXT_MESSAGE_HASHES,
+    CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_AGENT_NAME,
@@ -24,6 +26,7 @@ from otel_agent_trace.model import (
     STEP_INDEX,
     STEP_SPAN_PREFIX,
     TOOL_SOURCE,
+    context_hashes,
 )
 
 
@@ -253,10 +256,33 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         _drop_duplicate_chats(run)
     if len(steps) > 1:
         _order_steps(steps, step_indices)
+        _expand_contexts(steps)
     if len(tools) > 1:
         if 0 < sourced < len(tools):  # (a trace of one instrumentation restates no tool call)
             _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _expand_contexts(steps: list[Span]) -> None:
+    """Steps that list only the hashes after the prefix they share with the previous step
+    (`agent_trace.context.shared_prefix`) get their whole context back, so every reader of
+    `message_hashes` sees the whole list; unknown (a missing previous step): removed."""
+    previous: list[str] | None = None
+    last_index: int | None = None
+    for step in steps:
+        attributes = step.attributes
+        index = attributes.get(STEP_INDEX)
+        if CONTEXT_SHARED_PREFIX in attributes:
+            known = previous if last_index is not None and index == last_index + 1 else None
+            hashes = context_hashes(known, attributes)
+            del attributes[CONTEXT_SHARED_PREFIX]
+            if hashes is None:
+                attributes.pop(CONTEXT_MESSAGE_HASHES, None)
+            else:
+                attributes[CONTEXT_MESSAGE_HASHES] = hashes
+        hashes = attributes.get(CONTEXT_MESSAGE_HASHES)
+        previous = list(hashes) if isinstance(hashes, (list, tuple)) else None
+        last_index = index if isinstance(index, int) else None
 
 
 def _fold_outcome(run: Run, outcome: Span) -> None:

@@ -37,6 +37,8 @@ CN_ID = "CN_ID"
 IP = "IP"
 IBAN = "IBAN"
 SECRET = "SECRET"
+US_SSN = "US_SSN"
+UK_NINO = "UK_NINO"
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ _NUM_PRECISE = re.compile(
   | (?P<ipv4>(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d))
   | (?P<cnmob>(?<![\w.+-])(?:\(?\+?86\)?[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\w-]))
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
+  | (?P<ssn>(?<![\w.+-])\d{3}(?P<sep>[- ])\d{2}(?P=sep)\d{4}(?![\w-]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
     re.VERBOSE | re.ASCII,  # ASCII word boundaries: a number glued to CJK text (手机号138...) is found
@@ -230,8 +233,18 @@ def numbers_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
             elif kind == "intl":
                 if 8 <= len(digits) <= 15:
                     out.append(Found(m.start(), m.end(), PHONE, _intl_norm(digits)))
+            elif kind == "ssn":
+                if ssn_ok(digits):
+                    out.append(Found(m.start(), m.end(), US_SSN, digits))
             elif kind == "nanp":
                 out.append(Found(m.start(), m.end(), PHONE, "1" + digits))
+
+
+def ssn_ok(digits: str) -> bool:
+    """A US Social Security number the SSA could issue: area not 000, 666 or 900-999, group not
+    00, serial not 0000 (`123-45-6789` is one)."""
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 def _intl_norm(digits: str) -> str:
@@ -441,6 +454,24 @@ def secrets_in(text: str, lo: int, hi: int, out: list[Found], lower: str | None 
                 pos = hay.find(lit, pos + len(lit), hi)
 
 
+# --- UK National Insurance numbers -------------------------------------------------------------
+# two prefix letters (first not D F I Q U V, second not D F I O Q U V; BG GB KN NK NT TN ZZ never
+# issued), six digits (pairs may be spaced), suffix A-D; capitals only (lower-case codes are ids)
+_NINO = re.compile(r"(?<![A-Za-z0-9])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
+                   re.ASCII)
+_NINO_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _ninos(text: str, out: list[Found]) -> None:
+    ninos_in(text, 0, len(text), out)
+
+
+def ninos_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    for m in _NINO.finditer(text, lo, hi):
+        if m.group(1) not in _NINO_NEVER:
+            out.append(Found(m.start(), m.end(), UK_NINO, m.group().replace(" ", "")))
+
+
 # --- entry point ------------------------------------------------------------------------------
 Finder = Callable[[str, list], None]
 BUILTIN: dict[str, Finder] = {
@@ -449,6 +480,7 @@ BUILTIN: dict[str, Finder] = {
     "ipv6": _ipv6,
     "ibans": _ibans,
     "secrets": _secrets,
+    "ninos": _ninos,
 }
 
 

@@ -23,6 +23,7 @@ from otel_agent_trace.recorder import guards
 from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
+    CONTEXT_SHARED_PREFIX,
     CONTEXT_MESSAGES,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
@@ -124,12 +125,17 @@ def open_chat(run: RunInvocation, request: ChatRequest, hashes: list[str]) -> Ch
 def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
     index = len(run.steps)
     short = [h[: hashing.SHORT] for h in hashes]
+    # the messages after those the previous step's context began with (a context that grows by a
+    # few messages a step writes a few hashes a step, not the whole list again: model.context_hashes)
+    shared = _shared_prefix(run.last_request_hashes, hashes) if run.steps else 0
     attributes: dict[str, Any] = {
         STEP_INDEX: index,
         CONTEXT_HASH: hashing.context_hash(request.model, hashes, request.tools, request.params),
-        CONTEXT_MESSAGE_HASHES: short,
+        CONTEXT_MESSAGE_HASHES: short[shared:],
         CONTEXT_MESSAGES: len(hashes),
     }
+    if shared:
+        attributes[CONTEXT_SHARED_PREFIX] = shared
     new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
     run.learn_messages(new)
     content = run.content.json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
@@ -151,6 +157,18 @@ def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps
     guards.check_context_dropped(run, step, short)
     run.begin_step(step, hashes)
     return step
+
+
+def _shared_prefix(previous: list[str], hashes: list[str]) -> int:
+    """How many leading hashes the two contexts share."""
+    if len(previous) <= len(hashes) and hashes[: len(previous)] == previous:
+        return len(previous)
+    shared = 0
+    for a, b in zip(previous, hashes):
+        if a != b:
+            break
+        shared += 1
+    return shared
 
 
 def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
