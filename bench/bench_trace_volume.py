@@ -43,6 +43,8 @@ NEW_MESSAGES = "agent_trace.context.new_messages"
 STEP_INDEX = "agent_trace.step.index"
 OUTPUT_HASH = "agent_trace.output.message_hash"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
+TOOL_RESULT = "gen_ai.tool.call.result"
+CONTENT_FROM = "content_from"  # an item of new_messages whose content is that span's TOOL_RESULT
 
 
 # --- reading OTLP JSON Lines (stdlib only) ------------------------------------------------------
@@ -80,19 +82,27 @@ def reconstruct_contexts(spans: Iterable[dict[str, Any]]) -> dict[str, list[list
     """Every step's full context (list of canonical messages), per trace id, in step order.
 
     Our trace stores each distinct message once: input messages in the `agent_trace.context.
-    new_messages` of the step where they first appear (`[{"hash", "message"}]`), the model's own
+    new_messages` of the step where they first appear (`[{"hash", "message"}]`; a tool result
+    written whole on its `execute_tool` span is named there by that span's id, `content_from`, instead
+    of written again), the model's own
     outputs in the chat span's `gen_ai.output.messages` (GenAI semconv role + parts, keyed by `agent_trace.output.message_hash`,
     since an output fed back in the next request is not new). Each step lists its context as
     `agent_trace.context.message_hashes`. Raises KeyError naming a hash that no span stores.
     Candidate for the analyzer (replay needs exactly this); kept here, dependency-free, for now.
     """
+    spans = list(spans)
+    results = {span["spanId"]: span["attributes"][TOOL_RESULT] for span in spans if TOOL_RESULT in span["attributes"]}
     store: dict[str, dict[str, Any]] = {}
     steps: dict[str, list[tuple[int, list[str]]]] = {}
     for span in spans:
         attrs = span["attributes"]
         if NEW_MESSAGES in attrs:
             for item in json.loads(attrs[NEW_MESSAGES]):
-                store.setdefault(item["hash"], item["message"])
+                message = item["message"]
+                if CONTENT_FROM in item:  # a tool result its execute_tool span holds: not written twice
+                    message = {"role": message["role"], "content": results[item[CONTENT_FROM]],
+                               **{k: v for k, v in message.items() if k != "role"}}
+                store.setdefault(item["hash"], message)
         if OUTPUT_HASH in attrs and OUTPUT_MESSAGES in attrs:
             outputs = json.loads(attrs[OUTPUT_MESSAGES])
             if outputs:

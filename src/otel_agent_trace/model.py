@@ -38,6 +38,12 @@ CONTEXT_MESSAGES = "agent_trace.context.messages"
 # how many leading messages a step's context shares with the previous step's: its
 # `message_hashes` then list only the messages after them (`context_hashes` expands them)
 CONTEXT_SHARED_PREFIX = "agent_trace.context.shared_prefix"
+# with content capture: JSON `[{"hash", "message"}]` of the messages a step's context shows first
+CONTEXT_NEW_MESSAGES = "agent_trace.context.new_messages"
+# a field of an item of `new_messages`: its message is a tool result that an `execute_tool` span
+# of the run holds whole as `gen_ai.tool.call.result`; the message carries no `content`, this
+# names that span's id (16 hex) instead of writing the result twice (the analyzer restores it)
+NEW_MESSAGE_CONTENT_FROM = "content_from"
 TOOL_OUTCOME = "agent_trace.tool.outcome"
 TOOL_SOURCE = "agent_trace.tool.source"  # "explicit" (decorator / dispatcher) | "inferred"
 LIFECYCLE_PHASE = "agent_trace.lifecycle.phase"

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id
 
 from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
@@ -23,8 +23,9 @@ from otel_agent_trace.recorder import guards
 from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
-    CONTEXT_SHARED_PREFIX,
     CONTEXT_MESSAGES,
+    CONTEXT_NEW_MESSAGES,
+    CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_OPERATION_NAME,
@@ -44,6 +45,7 @@ from otel_agent_trace.model import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
     LIFECYCLE_PHASE,
+    NEW_MESSAGE_CONTENT_FROM,
     OP_CHAT,
     STEP_INDEX,
     STEP_KIND,
@@ -64,7 +66,6 @@ from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.recorder.state import StepState
 from otel_agent_trace.recorder.tool_spans import infer_tool_results
 
-NEW_MESSAGES = "agent_trace.context.new_messages"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
@@ -138,9 +139,9 @@ def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps
         attributes[CONTEXT_SHARED_PREFIX] = shared
     new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
     run.learn_messages(new)
-    content = run.content.json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
+    content = run.content.json(_new_items(run, new)) if new and run.content.capture else None
     if content is not None:
-        attributes[NEW_MESSAGES] = content
+        attributes[CONTEXT_NEW_MESSAGES] = content
     attributes.update(deps.attributes())
     if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
@@ -157,6 +158,24 @@ def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps
     guards.check_context_dropped(run, step, short)
     run.begin_step(step, hashes)
     return step
+
+
+def _new_items(run: RunInvocation, new: list[tuple[str, Message]]) -> list[dict[str, Any]]:
+    """`new_messages`' items. A tool result that its `execute_tool` span already holds whole is
+    not written a second time: the message goes without its content and names that span
+    (`model.NEW_MESSAGE_CONTENT_FROM`; the analyzer puts the content back when it groups a run)."""
+    items: list[dict[str, Any]] = []
+    for short, message in new:
+        canonical = message.canonical()
+        item: dict[str, Any] = {"hash": short, "message": canonical}
+        if message.role == "tool" and message.tool_call_id and message.content:
+            record = run.records_by_call_id.get(message.tool_call_id)
+            if record is not None and record.result is not None and record.result == message.content:
+                del canonical["content"]
+                item[NEW_MESSAGE_CONTENT_FROM] = format_span_id(record.span_context.span_id)
+                record.result = None  # (shown once: the text need not be kept any longer)
+        items.append(item)
+    return items
 
 
 def _shared_prefix(previous: list[str], hashes: list[str]) -> int:
