@@ -39,6 +39,8 @@ IBAN = "IBAN"
 SECRET = "SECRET"
 US_SSN = "US_SSN"
 UK_NINO = "UK_NINO"
+# every kind a built-in detector reports: the names `redact_disabled` accepts (config.py)
+KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO)
 
 
 @dataclass(frozen=True)
@@ -484,17 +486,22 @@ BUILTIN: dict[str, Finder] = {
 }
 
 
-def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values()) -> list[Found]:
-    """All non-overlapping sensitive values of `text`, leftmost first, longest on ties."""
+def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values(),
+             disabled: frozenset[str] = frozenset()) -> list[Found]:
+    """All non-overlapping sensitive values of `text`, leftmost first, longest on ties; none of
+    the `disabled` kinds (`KINDS`)."""
     text = fold(text)
     out: list[Found] = []
     for finder in finders:
         finder(text, out)
-    return merge(out)
+    return merge(out, disabled)
 
 
-def merge(out: list[Found]) -> list[Found]:
-    """Sort by position and fuse overlaps, so every character of every match is replaced."""
+def merge(out: list[Found], disabled: frozenset[str] = frozenset()) -> list[Found]:
+    """Sort by position and fuse overlaps, so every character of every match is replaced (values
+    of a `disabled` kind are dropped first: they neither count nor widen a neighbour)."""
+    if disabled:
+        out = [f for f in out if f.kind not in disabled]
     if len(out) < 2:
         return out
     out.sort(key=lambda f: (f.start, -f.end))

@@ -70,7 +70,7 @@ class FastScanner:
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
         return scratch
 
-    def __call__(self, text: str) -> list[Found]:
+    def __call__(self, text: str, disabled: frozenset[str] = frozenset()) -> list[Found]:
         text = detectors.fold(text)  # full-width forms and non-ASCII digits, as find_all does
         data = text.encode("ascii", "replace")
         nums: list[int] = []
@@ -108,7 +108,7 @@ class FastScanner:
             detectors.ninos_in(text, lo, hi, out)
         if "@" in text:
             detectors._emails(text, out)
-        return detectors.merge(out)
+        return detectors.merge(out, disabled)
 
 
 def _windows(ends: list[int], back: int, size: int, ahead: int = 2) -> list[tuple[int, int]]:
