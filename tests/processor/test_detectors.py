@@ -250,3 +250,22 @@ def test_uk_national_insurance_number_with_an_issued_prefix():
     assert kinds('{"nino": "JG103759A"}') == [(UK_NINO, "JG103759A")]
     for other in ("QQ123456C", "GB123456A", "DA123456A", "AO123456A", "AB123456E", "ab123456c", "XAB123456C"):
         assert all(k != UK_NINO for k, _ in kinds(other)), other
+
+
+def test_canadian_sin_with_a_valid_first_digit_and_luhn():
+    from otel_agent_trace.processor.detectors import CA_SIN, PHONE, find_all
+    from otel_agent_trace.processor.fast_scan import FastScanner
+
+    for scan in (find_all, FastScanner()):
+        def kinds(text):
+            return [(f.kind, f.norm) for f in scan(text)]
+
+        assert kinds("my SIN is 130 692 544.") == [(CA_SIN, "130692544")]
+        assert kinds('{"sin": "130-692-544"}') == [(CA_SIN, "130692544")]
+        assert kinds("SIN 930-692-546") == [(CA_SIN, "930692546")]  # 9: a temporary resident's
+        # Luhn fails; 0 and 8 are never assigned (the government's example 046 454 286); mixed,
+        # dotted or no separators; inside a longer code
+        for other in ("130 692 545", "046 454 286", "830 692 547", "130-692 544", "130.692.544", "130692544",
+                      "ORD-130-692-544", "130-692-5440"):
+            assert all(k != CA_SIN for k, _ in kinds(other)), other
+        assert kinds("call 415-555-2671") == [(PHONE, "14155552671")]  # 3-3-4: a phone, not a SIN

@@ -39,8 +39,9 @@ IBAN = "IBAN"
 SECRET = "SECRET"
 US_SSN = "US_SSN"
 UK_NINO = "UK_NINO"
+CA_SIN = "CA_SIN"
 # every kind a built-in detector reports: the names `redact_disabled` accepts (config.py)
-KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO)
+KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN)
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ _NUM_PRECISE = re.compile(
   | (?P<cnmob>(?<![\w.+-])(?:\(?\+?86\)?[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\w-]))
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
   | (?P<ssn>(?<![\w.+-])\d{3}(?P<sep>[- ])\d{2}(?P=sep)\d{4}(?![\w-]))
+  | (?P<sin>(?<![\w.+-])\d{3}(?P<sinsep>[- ])\d{3}(?P=sinsep)\d{3}(?![\w-]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
     re.VERBOSE | re.ASCII,  # ASCII word boundaries: a number glued to CJK text (手机号138...) is found
@@ -238,6 +240,9 @@ def numbers_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
             elif kind == "ssn":
                 if ssn_ok(digits):
                     out.append(Found(m.start(), m.end(), US_SSN, digits))
+            elif kind == "sin":
+                if sin_ok(digits):
+                    out.append(Found(m.start(), m.end(), CA_SIN, digits))
             elif kind == "nanp":
                 out.append(Found(m.start(), m.end(), PHONE, "1" + digits))
 
@@ -247,6 +252,13 @@ def ssn_ok(digits: str) -> bool:
     00, serial not 0000 (`123-45-6789` is one)."""
     area, group, serial = digits[:3], digits[3:5], digits[5:]
     return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def sin_ok(digits: str) -> bool:
+    """A Canadian Social Insurance Number: first digit 1-7 (a province) or 9 (temporary
+    residents; 0 and 8 are not assigned), Luhn check digit (`046 454 286`, the government's
+    example, starts with 0 and is not one)."""
+    return digits[0] not in "08" and luhn_ok(digits)
 
 
 def _intl_norm(digits: str) -> str:
