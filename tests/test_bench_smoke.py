@@ -153,3 +153,22 @@ def test_every_benchmark_has_a_smoke_test():
     scripts = sorted(p.name for p in (ROOT / "bench").glob("*.py") if not p.name.startswith("_"))
     assert len(scripts) >= 16
     assert [s for s in scripts if f'smoke("{s}"' not in source] == []
+
+
+def test_cost_smoke():
+    """Our price lookup and genai-prices' give the same prices (asserted by the bench), both timed."""
+    out = smoke("bench_cost.py").stdout
+    if "genai-prices is not installed" in out:
+        pytest.skip("the cost extra is not installed")
+    assert "price lookup per call, median of 2 rounds x 30 calls" in out
+    assert re.search(r"cost\.cost_usd \(rates kept\)\s+[\d.]+ us", out) and "ratio library / ours" in out
+
+
+WHOWHEN = "/work/shared/benchmarks/whowhen-ag"
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(WHOWHEN, "traces.jsonl.gz")), reason="Who&When corpus not here")
+def test_whowhen_smoke():
+    """The same check as tests/test_bench_whowhen.py, listed here with the others."""
+    out = smoke("bench_whowhen.py", "--dir", WHOWHEN).stdout
+    assert "| **analyze --all-failed (no judge)** |" in out and "6 traces, 6 runs, 6 failed" in out
