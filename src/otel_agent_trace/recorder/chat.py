@@ -275,3 +275,5 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
     guards.check_tool_calls(run, step, inv.request, response)
     if step.final:
         guards.check_final_answer(run, step, response.content)
+        if run.implicit:  # an answered implicit run takes no more steps: only its run span lingers
+            run.close_open_step(now)
