@@ -172,3 +172,25 @@ def test_whowhen_smoke():
     """The same check as tests/test_bench_whowhen.py, listed here with the others."""
     out = smoke("bench_whowhen.py", "--dir", WHOWHEN).stdout
     assert "| **analyze --all-failed (no judge)** |" in out and "6 traces, 6 runs, 6 failed" in out
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(WHOWHEN, "traces.jsonl.gz")), reason="Who&When corpus not here")
+def test_judge_whowhen_smoke():
+    """Every judge strategy against the scripted oracle judge on bench_whowhen's 6-log sample."""
+    out = smoke("bench_judge_whowhen.py", "--dir", WHOWHEN).stdout
+    assert "Who&When AG, 6 logs" in out and out.rstrip().endswith("smoke: OK")
+    assert all(re.search(rf"^{name}\s+[\d.]+% \(\d/6\)", out, re.M) for name in ("no judge", "all-at-once", "binary-search"))
+
+
+def test_serve_smoke():
+    """A real `serve` process fed over HTTP: every span posted is counted received, runs analysed."""
+    done = smoke("bench_serve.py")
+    figures = json.loads(done.stdout.rsplit("smoke: OK", 1)[0])
+    assert figures["spans"] == figures["stats"]["spans_received"] > 0 and figures["stats"]["runs"] > 0
+
+
+def test_dask_smoke():
+    """`analyze --engine dask` (1 and 2 workers) gives the local engine's report byte for byte."""
+    out = smoke("bench_dask.py").stdout
+    assert "reports byte-identical: True" in out and out.rstrip().endswith("smoke: OK")
+    assert all(name in out for name in ("local --jobs 1", "dask 1 worker", "dask 2 workers"))
