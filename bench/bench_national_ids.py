@@ -1,4 +1,4 @@
-"""Recall and false positives of the national-identifier detectors (issue 31: US SSN, UK NINO, CA SIN).
+"""Recall and false positives of the national-identifier detectors (issue 31: US SSN, UK NINO, CA SIN, IN Aadhaar).
 
     python bench/bench_national_ids.py [--n 20000] [--seed 31]
     python bench/bench_national_ids.py --smoke      # the test suite's: 500 of each, shape only
@@ -12,7 +12,10 @@ Hyperscan prefilter when installed); a positive counts as found when a `US_SSN` 
 it, a negative as a false positive when any `US_SSN` is reported in it. UK NINO and Canadian SIN
 likewise (`valid_nino`/`negative_nino`, `valid_sin`/`negative_sin`): a SIN is 3-3-3 digits with one
 separator (`-` or space), first digit 1-7 or 9, Luhn; its negatives are Luhn failures, first digits
-0/8, mixed or dotted separators, codes that contain one, NANP phones and bare 9 digits.
+0/8, mixed or dotted separators, codes that contain one, NANP phones and bare 9 digits. An Aadhaar
+number is 4-4-4 digits with one separator, first digit 2-9, Verhoeff; its negatives are a wrong
+check digit, two adjacent digits swapped, first digits 0/1, mixed separators or inside a code,
+16 digits in fours, bare 12 digits.
 """
 
 from __future__ import annotations
@@ -137,7 +140,41 @@ def negative_sin(rng: random.Random) -> str:
     return _sin_digits(rng, rng.choice("12345679"))  # bare 9 digits: not claimed (see docs/reliability.md)
 
 
-KINDS = {"US_SSN": (valid, negative), "UK_NINO": (valid_nino, negative_nino), "CA_SIN": (valid_sin, negative_sin)}
+def _aadhaar_digits(rng: random.Random) -> str:
+    body = str(rng.randint(2, 9)) + f"{rng.randint(0, 10**10 - 1):010d}"
+    return next(body + d for d in "0123456789" if detectors.verhoeff_ok(body + d))
+
+
+def _quads(digits: str, sep: str) -> str:
+    return f"{digits[:4]}{sep}{digits[4:8]}{sep}{digits[8:]}"
+
+
+def valid_aadhaar(rng: random.Random) -> str:
+    return _quads(_aadhaar_digits(rng), rng.choice("- "))
+
+
+def negative_aadhaar(rng: random.Random) -> str:
+    kind = rng.randrange(6)
+    sep = rng.choice("- ")
+    digits = _aadhaar_digits(rng)
+    if kind == 0:  # the check digit wrong (Verhoeff catches every single-digit error)
+        return _quads(digits[:-1] + str((int(digits[-1]) + rng.randint(1, 9)) % 10), sep)
+    if kind == 1:  # two adjacent digits swapped (caught too, when they differ)
+        i = rng.randrange(10)
+        if digits[i] == digits[i + 1]:
+            digits = digits[:i] + str((int(digits[i]) + 1) % 10) + digits[i + 1:]
+        return _quads(digits[:i] + digits[i + 1] + digits[i] + digits[i + 2:], sep)
+    if kind == 2:  # first digit 0 or 1: never issued
+        return _quads(rng.choice("01") + digits[1:], sep)
+    if kind == 3:  # mixed separators, or inside a longer code
+        return rng.choice([f"{digits[:4]}-{digits[4:8]} {digits[8:]}", "INV-" + _quads(digits, "-")])
+    if kind == 4:  # a 16-digit number in groups of 4 that is no card
+        return _quads(digits, sep) + sep + f"{rng.randint(0, 9999):04d}"
+    return digits  # bare 12 digits: not claimed (see docs/reliability.md)
+
+
+KINDS = {"US_SSN": (valid, negative), "UK_NINO": (valid_nino, negative_nino), "CA_SIN": (valid_sin, negative_sin),
+         "IN_AADHAAR": (valid_aadhaar, negative_aadhaar)}
 
 
 def scanners() -> dict[str, object]:
@@ -180,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: recall {r['recall']:.2%} of {r['n']}, false positives {r['false_positive_rate']:.2%} of {r['n']}")
     print(json.dumps(results))
     if args.smoke:
-        assert set(results) >= {"US_SSN find_all", "UK_NINO find_all", "CA_SIN find_all"} and all(0 <= r["recall"] <= 1 for r in results.values()), results
+        assert set(results) >= {"US_SSN find_all", "UK_NINO find_all", "CA_SIN find_all", "IN_AADHAAR find_all"} and all(0 <= r["recall"] <= 1 for r in results.values()), results
         print("smoke: OK")
     return 0
 

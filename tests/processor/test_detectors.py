@@ -269,3 +269,22 @@ def test_canadian_sin_with_a_valid_first_digit_and_luhn():
                       "ORD-130-692-544", "130-692-5440"):
             assert all(k != CA_SIN for k, _ in kinds(other)), other
         assert kinds("call 415-555-2671") == [(PHONE, "14155552671")]  # 3-3-4: a phone, not a SIN
+
+
+def test_indian_aadhaar_number_with_its_verhoeff_check_digit():
+    from otel_agent_trace.processor.detectors import CARD, IN_AADHAAR, find_all, verhoeff_ok
+    from otel_agent_trace.processor.fast_scan import FastScanner
+
+    assert verhoeff_ok("2363") and not verhoeff_ok("2364")  # the textbook example
+    for scan in (find_all, FastScanner()):
+        def kinds(text):
+            return [(f.kind, f.norm) for f in scan(text)]
+
+        assert kinds("Aadhaar 2345 6789 0124.") == [(IN_AADHAAR, "234567890124")]
+        assert kinds('{"aadhaar": "2345-6789-0124"}') == [(IN_AADHAAR, "234567890124")]
+        # a wrong check digit, two digits swapped, first digit 0/1, mixed separators, bare, in a code
+        for other in ("2345 6789 0125", "2345 6789 0142", "1345 6789 0124", "2345-6789 0124", "234567890124",
+                      "INV-2345-6789-0124"):
+            assert all(k != IN_AADHAAR for k, _ in kinds(other)), other
+        # a card in fours stays a card (its 16 digits are read first)
+        assert kinds("card 4111 1111 1111 1111") == [(CARD, "4111111111111111")]

@@ -40,8 +40,9 @@ SECRET = "SECRET"
 US_SSN = "US_SSN"
 UK_NINO = "UK_NINO"
 CA_SIN = "CA_SIN"
+IN_AADHAAR = "IN_AADHAAR"
 # every kind a built-in detector reports: the names `redact_disabled` accepts (config.py)
-KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN)
+KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN, IN_AADHAAR)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ _NUM_PRECISE = re.compile(
   | (?P<cnmob>(?<![\w.+-])(?:\(?\+?86\)?[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\w-]))
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
   | (?P<ssn>(?<![\w.+-])\d{3}(?P<sep>[- ])\d{2}(?P=sep)\d{4}(?![\w-]))
+  | (?P<aadhaar>(?<![\w.+-])[2-9]\d{3}(?P<asep>[- ])\d{4}(?P=asep)\d{4}(?![\w-]))
   | (?P<sin>(?<![\w.+-])\d{3}(?P<sinsep>[- ])\d{3}(?P=sinsep)\d{3}(?![\w-]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
@@ -240,6 +242,9 @@ def numbers_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
             elif kind == "ssn":
                 if ssn_ok(digits):
                     out.append(Found(m.start(), m.end(), US_SSN, digits))
+            elif kind == "aadhaar":
+                if verhoeff_ok(digits):
+                    out.append(Found(m.start(), m.end(), IN_AADHAAR, digits))
             elif kind == "sin":
                 if sin_ok(digits):
                     out.append(Found(m.start(), m.end(), CA_SIN, digits))
@@ -252,6 +257,26 @@ def ssn_ok(digits: str) -> bool:
     00, serial not 0000 (`123-45-6789` is one)."""
     area, group, serial = digits[:3], digits[3:5], digits[5:]
     return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+_VERHOEFF_D = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0))
+_VERHOEFF_P = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8))
+
+
+def verhoeff_ok(digits: str) -> bool:
+    """Verhoeff checksum (India's Aadhaar number: 12 digits, the first 2-9, the last a Verhoeff
+    check digit that catches every single-digit error and adjacent swap)."""
+    check = 0
+    for i, ch in enumerate(reversed(digits)):
+        check = _VERHOEFF_D[check][_VERHOEFF_P[i % 8][ord(ch) - 48]]
+    return check == 0
 
 
 def sin_ok(digits: str) -> bool:

@@ -40,6 +40,7 @@ _PATTERNS = [
     (rb"(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}", _NUM, 0),
     (rb"\d{3}[- ]\d{2}[- ]\d{4}", _NUM, 0),  # US SSN (detectors.ssn_ok)
     (rb"\d{3}[- ]\d{3}[- ]\d{3}", _NUM, 0),  # CA SIN (detectors.sin_ok)
+    (rb"\d{4}[- ]\d{4}[- ]\d{4}", _NUM, 0),  # IN Aadhaar (detectors.verhoeff_ok)
     (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see detectors.ibans_in)
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
     # secret literals (see detectors._SECRETS); the window covers the literal, the value may run on
