@@ -90,8 +90,12 @@ def main() -> None:
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=3, help="runs per phase (interleaved); the median is reported")
     parser.add_argument("--phases", default="raw,read,group,analyze,cli1,cli")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the test suite's run: 0.5 MB, once, read/group/analyze/cli1 (tests/test_bench_smoke.py)")
     parser.add_argument("--from", dest="source", help="generate FILE from copies of these real traces")
     args = parser.parse_args()
+    if args.smoke:
+        args.mb, args.repeat, args.phases = 0.5, 1, "read,group,analyze,cli1"
     if args.phase:
         print(json.dumps(phase(args.phase, args.file, args.budget_mb)))
         return

@@ -42,7 +42,9 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, env=env, check=False)
+    done = subprocess.run(argv, env=env, check=False)
+    if done.returncode not in (0, 1):  # 1: the analyzer found failed runs; anything else is a broken command
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {done.returncode}")
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
@@ -59,7 +61,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commands", default="raw,now,now1")
     parser.add_argument("--before-src", help="an older src/ directory, for `before` and `before1`")
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: 1 round (give it a small file)")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     known = commands(args.file, args.before_src)
     names = args.commands.split(",")
     if any(n.startswith("before") for n in names) and not args.before_src:

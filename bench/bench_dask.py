@@ -2,6 +2,7 @@
 """`analyze --engine dask` against the local CLI: wall time per input size, 1 and 2 workers.
 
     python bench/bench_dask.py --mb 200          # gen_otlp_file.py's shape, cut into 4 rotated files
+    python bench/bench_dask.py --smoke           # the test suite's: 0.5 MB in 2 files, reports identical
 
 The input is `gen_otlp_file.py`'s file cut into `--files` files at line boundaries (traces spread
 over many lines, some across files, as the Collector's rotated files hold them). Each case runs
@@ -54,7 +55,10 @@ def main() -> int:
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--smoke", action="store_true", help="0.5 MB in 2 files; asserts identical reports, no rate")
     args = parser.parse_args()
+    if args.smoke:
+        args.mb, args.files = 0.5, 2
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "fleet.jsonl"
         subprocess.run([sys.executable, str(HERE / "gen_otlp_file.py"), str(source), "--mb", str(args.mb)], check=True,
@@ -74,6 +78,9 @@ def main() -> int:
         first = next(iter(reports.values()))
         identical = all(r == first for r in reports.values())
         print(f"input {mb:.0f} MB in {len(files)} files; reports byte-identical: {identical}")
+        if args.smoke:
+            assert identical and json.loads(first)["runs"], "the engines' reports differ, or name no run"
+            print("smoke: OK")
         if args.json:
             Path(args.json).write_text(json.dumps({"mb": round(mb, 1), "files": len(files), "identical": identical,
                                                    "cpus": os.cpu_count(), "results": results}, indent=2))

@@ -54,14 +54,14 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
-def inputs(small: str | None, large: str | None) -> tuple[str, str]:
+def inputs(small: str | None, large: str | None, sizes: tuple[float, float] = (2, 6)) -> tuple[str, str]:
     if small and large:
         return small, large
     sys.path.insert(0, HERE)
     from gen_otlp_file import generate
 
     out = []
-    for megabytes in (2, 6):
+    for megabytes in sizes:
         path = os.path.join(tempfile.gettempdir(), f"otel-agent-trace-instructions-{megabytes}mb.jsonl")
         if not os.path.exists(path):
             generate(path, megabytes)
@@ -75,10 +75,17 @@ def main() -> None:
     parser.add_argument("--small", help="the small input (default: 2 MB of our shape)")
     parser.add_argument("--large", help="the large input (default: 6 MB of our shape)")
     parser.add_argument("--phases", default="raw,read,cli1")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the test suite's run: 0.1 and 0.3 MB inputs, raw and read; skipped, saying so, without valgrind")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
+        if args.smoke:
+            print("smoke: skipped (valgrind is not on PATH)")
+            return
         raise SystemExit("valgrind is not on PATH")
-    small, large = inputs(args.small, args.large)
+    if args.smoke:
+        args.phases = "raw,read"
+    small, large = inputs(args.small, args.large, (0.1, 0.3) if args.smoke else (2, 6))
     megabytes = (os.path.getsize(large) - os.path.getsize(small)) / 1e6
     print(f"per MB: ({os.path.basename(large)} - {os.path.basename(small)}) / {megabytes:.2f} MB")
     cache = tempfile.mkdtemp(prefix="otel-agent-trace-instructions-pyc")

@@ -3,6 +3,7 @@ judge only: there is no real LLM here, so this measures what the judge's plumbin
 what a model would judge.
 
     python bench/bench_judge_whowhen.py [--dir /work/shared/benchmarks/whowhen-ag] [--top 3] [--json out.json]
+    python bench/bench_judge_whowhen.py --smoke   # the test suite's: 6 logs (bench_whowhen's sample)
 
 The judge is `otel_agent_trace.scripted_servers.scripted_judge.ScriptedJudge` given the gold step of each
 log (an oracle, keyed by the log's task text): with it, step accuracy is the share of logs whose
@@ -18,6 +19,7 @@ import argparse
 import gzip
 import json
 import os
+import random
 import sys
 import tempfile
 from typing import Any
@@ -47,12 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default=bench_whowhen.DEFAULT_DIR)
     ap.add_argument("--top", default="3", help="--judge-top (0: every step)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--smoke", action="store_true",
+                    help=f"{bench_whowhen.SMOKE_TRACES} traces, every strategy; asserts the figures' shape")
     args = ap.parse_args(argv)
     traces = os.path.join(args.dir, "traces.jsonl.gz")
     with gzip.open(traces, "rt", encoding="utf-8") as handle:
         lines = handle.readlines()
     labels = [json.loads(line) for line in open(os.path.join(args.dir, "labels.jsonl"), encoding="utf-8")]
+    smoke_dir = tempfile.TemporaryDirectory() if args.smoke else None
+    if smoke_dir is not None:  # bench_whowhen's smoke sample, as a plain file
+        lines = random.Random(27).sample(lines, bench_whowhen.SMOKE_TRACES)
+        traces = os.path.join(smoke_dir.name, "smoke.jsonl")
+        with open(traces, "w", encoding="utf-8") as out:
+            out.writelines(lines)
     steps = bench_whowhen.load_steps(lines)
+    labels = [lab for lab in labels if lab["trace_id"] in steps]
     tasks = _tasks(lines)
     gold = {tasks[lab["trace_id"]]: lab["gold"]["mistake_step"] for lab in labels}
 
@@ -86,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(rows, out, indent=2)
+    if smoke_dir is not None:
+        smoke_dir.cleanup()
+        assert set(rows) == {"no judge", "all-at-once", "step-by-step", "binary-search"}, rows
+        assert all(rows[s]["requests"] > 0 and rows[s]["failed"] == 0 for s in rows if s != "no judge"), rows
+        print("smoke: OK")
     return 0
 
 

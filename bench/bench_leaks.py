@@ -29,7 +29,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-detector", type=int, default=300)
     ap.add_argument("--benign", type=int, default=200_000)
+    ap.add_argument("--smoke", action="store_true", help="the test suite's run: a few iterations (tests/test_bench_smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.per_detector = 2
+        args.benign = 300
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         result = leak_harness.run(Path(tmp), args.per_detector)

@@ -138,7 +138,10 @@ def main() -> None:
     ap.add_argument("--interleave", type=int, default=1, help="runs open at once (their spans wait in the sampler)")
     ap.add_argument("--baseline", action="store_true", help="also run the head-sampling baseline first, same runs")
     ap.add_argument("--out", default=None, help="trace file (default: a temporary one, removed)")
+    ap.add_argument("--smoke", action="store_true", help="the test suite's run: a few iterations (tests/test_bench_smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs = 200
     with tempfile.TemporaryDirectory() as tmp:
         path = args.out or os.path.join(tmp, "load.jsonl")
         if args.baseline:

@@ -76,5 +76,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: 5 calls, 1 round")
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.rounds = 5, 1
     asyncio.run(main(options.calls, options.rounds))

@@ -95,8 +95,11 @@ def main() -> int:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--keep", help="record into this directory (kept) instead of a temporary one")
     parser.add_argument("--case", action="append", help="only these cases (by name)")
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: the first case only")
     args = parser.parse_args()
     cases = [c for c in CASES if not args.case or c.name in args.case]
+    if args.smoke:
+        cases = cases[:1]
     with tempfile.TemporaryDirectory(prefix="bench-minimize-") as temporary:
         directory = Path(args.keep or temporary)
         directory.mkdir(parents=True, exist_ok=True)

@@ -315,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="scales the block pairs: small iterations/5 blocks of 25 calls, large 2*iterations/5 "
                              "of 12, loop iterations/8 runs of 20 steps")
     parser.add_argument("--quick", action="store_true", help="a smoke run (iterations 60)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the test suite's run: ours and official with this interpreter (no venvs, no --peers), "
+                             "1 round of 10 iterations; every entry must give figures")
     parser.add_argument("--exporter", choices=("noop", "file"), default="noop")
     parser.add_argument("--profile", metavar="SIDE:CONFIG:WORKLOAD", help="print a pyinstrument profile of that case")
     parser.add_argument("--json", help="write the results here as JSON")
@@ -327,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.quick:
         args.rounds, args.iterations = 4, 60
+    if args.smoke:
+        args.rounds, args.iterations = 1, 10
+        if args.peers:
+            print("smoke: --peers skipped (their packages are not in this interpreter)")
+            args.peers = False
 
     sides = ["ours", "official"] + (["openinference", "openllmetry"] if args.peers else [])
     entries = [f"{s}:{c}" for s in sides for c in CONFIGS[s]]
@@ -342,14 +350,16 @@ def main(argv: list[str] | None = None) -> int:
         side, config = entry.split(":")
         if side not in pythons:
             extra = ["pyinstrument"] if side == profile_side else []
-            pythons[side] = loop.ensure_venv(side, extra)
+            pythons[side] = Path(sys.executable) if args.smoke else loop.ensure_venv(side, extra)
         if pythons[side] is None:
             print(f"[bench] skipping {entry}: its venv did not install", file=sys.stderr)
             continue
         print(f"[bench] {entry}", file=sys.stderr, flush=True)
         try:
+            env = {"PYTHONPATH": os.pathsep.join([str(SCRIPT.parent), *sys.path[1:]])} if args.smoke else None
             res = loop.run_child(pythons[side], SCRIPT, [side, config, ",".join(args.workloads), str(args.rounds),
-                                                        str(args.iterations), args.exporter, profile_workload or "-"])
+                                                        str(args.iterations), args.exporter, profile_workload or "-"],
+                                 env=env)
         except Exception as exc:  # one side failing must not lose the others' figures
             print(f"[bench] {entry} failed: {exc}", file=sys.stderr, flush=True)
             continue
@@ -357,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
             print(res.pop("profile"))
         results.append(res)
     print(report(results, args))
+    if args.smoke:
+        got = [f"{r['side']}:{r['config']}" for r in results]
+        assert got == entries, f"entries without figures: {sorted(set(entries) - set(got))}"
+        print("smoke: OK")
     if args.json:
         Path(args.json).write_text(json.dumps({"date": datetime.date.today().isoformat(), "machine": loop.machine_note(),
                                                "exporter": args.exporter, "results": results}, indent=2))

@@ -70,7 +70,10 @@ def naive(text: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--smoke", action="store_true", help="the test suite's run: a few iterations (tests/test_bench_smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs = 3
     rnd = random.Random(42)
     texts = [context(rnd) for _ in range(args.runs)]  # all distinct: "new text" every run
     rows = [("naive re, 6 patterns (baseline)", median_ms(naive, texts))]

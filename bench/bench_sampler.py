@@ -70,7 +70,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=40_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help="the test suite's run: a few iterations (tests/test_bench_smoke.py)")
     args = ap.parse_args()
+    if args.smoke:
+        args.traces = 400
+        args.repeat = 1
     spans = build(args.traces)
     results: dict[str, list[float]] = {"baseline: SDK multi-processor -> no-op": [],
                                        "TailSampler ratio 0.01": [], "TailSampler ratio 0.5": [],

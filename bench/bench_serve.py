@@ -2,6 +2,7 @@
 """`otel-agent-trace serve` throughput and memory, as the Collector would feed it.
 
     python bench/bench_serve.py --mb 50
+    python bench/bench_serve.py --smoke     # the test suite's: 0.3 MB, the counters' shape checked
 
 Generates `gen_otlp_file.py`'s traces (a trace over many records, interleaved), starts a real
 `serve` process, POSTs every record as OTLP JSON over one keep-alive connection (what the
@@ -31,7 +32,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--smoke", action="store_true", help="0.3 MB; asserts the output's shape, not a rate")
     args = parser.parse_args()
+    if args.smoke:
+        args.mb = 0.3
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "traces.jsonl"
         subprocess.run([sys.executable, str(HERE / "gen_otlp_file.py"), str(source), "--mb", str(args.mb)], check=True,
@@ -65,6 +69,11 @@ def main() -> int:
                   "spans_per_s": round(spans / total), "peak_rss_mb": round(peak), "pushed_back": pushed_back,
                   "stats": {k: int(v) for k, v in stats.items()}}
         print(json.dumps(result, indent=2))
+        if args.smoke:
+            sent = sum(len(ss.get("spans", ())) for line in lines for rs in json.loads(line)["resourceSpans"]
+                       for ss in rs.get("scopeSpans", ()))
+            assert spans == sent > 0 and result["stats"]["runs"] > 0 and result["stats"]["analysis_errors"] == 0, result
+            print("smoke: OK")
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
     return 0

@@ -66,7 +66,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=40)
     parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: a few iterations (tests/test_bench_smoke.py)")
     args = parser.parse_args()
+    if args.smoke:
+        args.blocks = 2
+        args.calls = 5
     print("| processors | 1 span (us CPU) | 3 spans (us CPU) |\n|---|---:|---:|")
     for ours in (False, True):
         p = provider(ours)

@@ -25,10 +25,13 @@ if not os.path.exists(TRAIL):
 TRAIL = os.path.realpath(TRAIL)
 
 
+SHAPE_MB = 20.0  # --smoke: 0.3
+
+
 def cases(directory: str) -> dict[str, list[str]]:
-    shape = os.path.join(os.path.dirname(os.path.abspath(directory)), "identity-20mb.jsonl")
+    shape = os.path.join(os.path.dirname(os.path.abspath(directory)), f"identity-{SHAPE_MB:g}mb.jsonl")
     if not os.path.exists(shape):
-        subprocess.run([sys.executable, os.path.join(HERE, "gen_otlp_file.py"), "--mb", "20", shape], check=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_otlp_file.py"), "--mb", str(SHAPE_MB), shape], check=True)
     return {
         "shape20.json": [shape, "--format", "json", "--jobs", "1"],
         "shape20.txt": [shape, "--format", "text", "--jobs", "1", "--color", "never"],
@@ -55,7 +58,11 @@ def main() -> int:
     parser.add_argument("mode", choices=["save", "compare"])
     parser.add_argument("directory")
     parser.add_argument("--src")
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: a 0.3 MB shape file")
     args = parser.parse_args()
+    if args.smoke:
+        global SHAPE_MB
+        SHAPE_MB = 0.3
     if args.mode == "save":
         write_reports(args.directory, args.src)
         return 0

@@ -177,7 +177,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--interleave", type=int, default=8)
     parser.add_argument("--from", dest="source", help="replicate this OTLP JSON Lines file (.gz too) instead")
+    parser.add_argument("--smoke", action="store_true", help="the test suite's run: 0.2 MB")
     args = parser.parse_args()
+    if args.smoke:
+        args.mb = 0.2
     if args.source:
         print(f"{args.out}: {replicate(args.source, args.out, args.mb)} copies of {args.source}")
         return

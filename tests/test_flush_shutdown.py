@@ -232,3 +232,41 @@ def test_a_flush_of_another_provider_leaves_our_run_open(recorded):
     assert "invoke_agent" not in _names(exporter)
     provider.force_flush()
     assert _names(exporter) == LOOP_SPANS
+
+
+def test_the_last_step_ends_with_its_answer_only_the_run_lingers(tmp_path):
+    """'A step span ends when its step ends: only the run root lingers.' In process, the real SDK
+    with a `SimpleSpanProcessor` (a span is exported the moment it ends) into our file exporter:
+    right after the final answer, every step of the implicit run is in the file and its run is not;
+    the flush then exports the run, ending at its answer, as its last step did."""
+    import time
+
+    import openai
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_agent_trace.exporter import AgentTraceFileExporter
+    from otel_agent_trace.instrumentor import AgentTraceInstrumentor
+
+    path = tmp_path / "in-process.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(AgentTraceFileExporter(str(path))))
+    instrumentor = AgentTraceInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with flush_agent.ScriptedOpenAIServer(flush_agent.SCRIPTS) as server:
+            client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+            assert flush_agent.agent(client, "ticket 1: where are my orders?") == "Both orders shipped."
+            answered = time.time_ns()
+            before = names(path)
+            assert before == LOOP_SPANS - collections.Counter({"invoke_agent": 1})  # the run alone lingers
+            provider.force_flush()
+            assert names(path) == LOOP_SPANS
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    spans = {s["name"]: s for s in spans_of(path)}
+    last_chat_end = max(int(s["endTimeUnixNano"]) for s in spans_of(path) if s["name"].startswith("chat"))
+    step_end = int(spans["agent_step 2"]["endTimeUnixNano"])
+    assert last_chat_end <= step_end <= answered
+    assert int(spans["invoke_agent"]["endTimeUnixNano"]) == step_end  # the run ended at its answer, not the flush

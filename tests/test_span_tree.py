@@ -10,7 +10,7 @@ from span_helpers import attrs, hexid
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agent_trace import hashing
-from otel_agent_trace.model import Message
+from otel_agent_trace.model import Message, context_hashes
 from otel_agent_trace.providers.openai import to_message
 
 HEALTHY, MALFORMED, RECOVERED, LOOP = support_agent.TICKETS
@@ -102,7 +102,12 @@ def test_context_and_message_hashes(instrument, client):
     traced = instrument(entrypoints="support_agent:handle_ticket")
     run_ticket(client, HEALTHY)
     steps = traced.named("agent_step")
-    hashes = [attrs(s)["agent_trace.context.message_hashes"] for s in steps]
+    # each step writes the hashes after the prefix it shares with the previous one (issue 31)
+    assert [len(attrs(s)["agent_trace.context.message_hashes"]) for s in steps] == [2, 2, 2]
+    assert [attrs(s).get("agent_trace.context.shared_prefix") for s in steps] == [None, 2, 4]
+    hashes: list[list[str]] = []
+    for s in steps:
+        hashes.append(context_hashes(hashes[-1] if hashes else None, attrs(s)))
     assert [len(h) for h in hashes] == [2, 4, 6]
     assert [attrs(s)["agent_trace.context.messages"] for s in steps] == [2, 4, 6]
     # history only grows here: each step's messages start with the previous step's
@@ -195,7 +200,11 @@ def test_a_message_rewritten_in_place_gets_a_new_hash(instrument, client):
     messages[1]["content"] = HEALTHY.replace("A1001", "A1002")  # the agent overwrites its state
     client.chat.completions.create(model="gpt-4o-mini", messages=messages)
     steps = traced.named("agent_step")
-    before, after = (attrs(s)["agent_trace.context.message_hashes"] for s in steps[1:3])
+    contexts: list[list[str]] = []  # each step's whole context (a shared prefix expanded, issue 31)
+    for s in steps:
+        contexts.append(context_hashes(contexts[-1] if contexts else None, attrs(s)))
+    before, after = contexts[1:3]
+    assert attrs(steps[2]).get("agent_trace.context.shared_prefix") == 1  # the system message only
     assert before[0] == after[0] and before[2:] == after[2:4]
     assert before[1] != after[1]
     assert attrs(steps[2])["agent_trace.context.dropped_hashes"] == (before[1],)

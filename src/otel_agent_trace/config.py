@@ -65,6 +65,8 @@ class AgentTraceConfig:
     redact: bool = True
     redact_key: str | None = None
     redact_rules: str | None = None
+    # built-in detector kinds whose values redaction leaves alone, e.g. "US_SSN,UK_NINO" (processor/detectors.KINDS)
+    redact_disabled: tuple[str, ...] = ()
     sample_ratio: float = 1.0
     sampler_max_spans: int = 100_000
     sampler_max_bytes: int = 64 * 1024 * 1024  # buffered span text, see docs/processor.md
@@ -105,6 +107,13 @@ class AgentTraceConfig:
             values[f.name] = _convert(f.name, f.default, raw)
         if values.get("evaluation_threshold") is not None:
             parse_thresholds(values["evaluation_threshold"], ENV_PREFIX + "EVALUATION_THRESHOLD: ")
+        if values.get("redact_disabled"):
+            from otel_agent_trace.processor.detectors import KINDS
+
+            values["redact_disabled"] = tuple(k.strip().upper() for k in values["redact_disabled"])
+            unknown = sorted(set(values["redact_disabled"]) - set(KINDS))
+            if unknown:
+                raise ValueError(f"redact_disabled: unknown detector(s) {', '.join(unknown)} (known: {', '.join(KINDS)})")
         for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off")),
                               ("replay_mode", ("strict", "fallthrough")), ("replay_tools", ("live", "recorded"))):
             if values.get(name, getattr(cls, name)) not in allowed:
@@ -143,7 +152,7 @@ def set_current(config: AgentTraceConfig | None) -> None:
 
 
 def _convert(name: str, default: Any, raw: Any) -> Any:
-    if name in ("entrypoints", "tools", "evaluation_fail_labels"):
+    if name in ("entrypoints", "tools", "evaluation_fail_labels", "redact_disabled"):
         return _split_list(raw)
     if isinstance(default, bool):
         return _to_bool(raw)

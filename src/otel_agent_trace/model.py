@@ -35,6 +35,15 @@ STEP_TOOL_CALLS = "agent_trace.step.tool_calls"
 CONTEXT_HASH = "agent_trace.context.hash"
 CONTEXT_MESSAGE_HASHES = "agent_trace.context.message_hashes"
 CONTEXT_MESSAGES = "agent_trace.context.messages"
+# how many leading messages a step's context shares with the previous step's: its
+# `message_hashes` then list only the messages after them (`context_hashes` expands them)
+CONTEXT_SHARED_PREFIX = "agent_trace.context.shared_prefix"
+# with content capture: JSON `[{"hash", "message"}]` of the messages a step's context shows first
+CONTEXT_NEW_MESSAGES = "agent_trace.context.new_messages"
+# a field of an item of `new_messages`: its message is a tool result that an `execute_tool` span
+# of the run holds whole as `gen_ai.tool.call.result`; the message carries no `content`, this
+# names that span's id (16 hex) instead of writing the result twice (the analyzer restores it)
+NEW_MESSAGE_CONTENT_FROM = "content_from"
 TOOL_OUTCOME = "agent_trace.tool.outcome"
 TOOL_SOURCE = "agent_trace.tool.source"  # "explicit" (decorator / dispatcher) | "inferred"
 LIFECYCLE_PHASE = "agent_trace.lifecycle.phase"
@@ -296,3 +305,20 @@ def semconv_messages(value: Any) -> list[Message]:
                            answered or (str(tool_call_id) if tool_call_id else None)))
     return out
 
+
+
+def context_hashes(previous: list[str] | None, attributes: Any) -> list[str] | None:
+    """A step's whole context (its messages' short hashes, in order), from its attributes and the
+    previous step's whole context: `message_hashes` alone when the step names no shared prefix
+    (the first step, a rewritten history, traces written before the prefix existed); else the
+    previous step's first `shared_prefix` hashes, then the listed ones. None when unknown (no
+    hashes recorded, or a prefix whose previous step is not known)."""
+    hashes = attributes.get(CONTEXT_MESSAGE_HASHES)
+    if not isinstance(hashes, (list, tuple)):
+        return None
+    prefix = attributes.get(CONTEXT_SHARED_PREFIX)
+    if not isinstance(prefix, int) or isinstance(prefix, bool) or prefix <= 0:
+        return list(hashes)
+    if previous is None or prefix > len(previous):
+        return None
+    return previous[:prefix] + list(hashes)

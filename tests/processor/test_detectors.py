@@ -224,3 +224,67 @@ def test_a_value_glued_to_another_script_is_found(scan, text, kind, value):
     """Word edges are ASCII: Chinese or Cyrillic letters around a value do not hide it."""
     found = scan(text)
     assert [(f.kind, text[f.start:f.end]) for f in found] == [(kind, value)]
+
+
+def test_us_ssn_is_found_when_the_ssa_could_issue_it():
+    from otel_agent_trace.processor.detectors import US_SSN, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("my SSN is 123-45-6789.") == [(US_SSN, "123456789")]  # issue 31: it reached the file in clear
+    assert kinds('{"ssn": "078 05 1120"}') == [(US_SSN, "078051120")]
+    for invalid in ("000-12-3456", "666-12-3456", "912-34-5678", "123-00-4567", "123-45-0000"):
+        assert kinds(invalid) == [], invalid
+    for other in ("2026-11-30", "94107-1234", "ORD-123-45-6789", "123-45-67890", "123-45 6789", "123456789"):
+        assert all(k != US_SSN for k, _ in kinds(other)), other
+
+
+def test_uk_national_insurance_number_with_an_issued_prefix():
+    from otel_agent_trace.processor.detectors import UK_NINO, find_all
+
+    def kinds(text):
+        return [(f.kind, f.norm) for f in find_all(text)]
+
+    assert kinds("NI number AB 12 34 56 C.") == [(UK_NINO, "AB123456C")]
+    assert kinds('{"nino": "JG103759A"}') == [(UK_NINO, "JG103759A")]
+    for other in ("QQ123456C", "GB123456A", "DA123456A", "AO123456A", "AB123456E", "ab123456c", "XAB123456C"):
+        assert all(k != UK_NINO for k, _ in kinds(other)), other
+
+
+def test_canadian_sin_with_a_valid_first_digit_and_luhn():
+    from otel_agent_trace.processor.detectors import CA_SIN, PHONE, find_all
+    from otel_agent_trace.processor.fast_scan import FastScanner
+
+    for scan in (find_all, FastScanner()):
+        def kinds(text):
+            return [(f.kind, f.norm) for f in scan(text)]
+
+        assert kinds("my SIN is 130 692 544.") == [(CA_SIN, "130692544")]
+        assert kinds('{"sin": "130-692-544"}') == [(CA_SIN, "130692544")]
+        assert kinds("SIN 930-692-546") == [(CA_SIN, "930692546")]  # 9: a temporary resident's
+        # Luhn fails; 0 and 8 are never assigned (the government's example 046 454 286); mixed,
+        # dotted or no separators; inside a longer code
+        for other in ("130 692 545", "046 454 286", "830 692 547", "130-692 544", "130.692.544", "130692544",
+                      "ORD-130-692-544", "130-692-5440"):
+            assert all(k != CA_SIN for k, _ in kinds(other)), other
+        assert kinds("call 415-555-2671") == [(PHONE, "14155552671")]  # 3-3-4: a phone, not a SIN
+
+
+def test_indian_aadhaar_number_with_its_verhoeff_check_digit():
+    from otel_agent_trace.processor.detectors import CARD, IN_AADHAAR, find_all, verhoeff_ok
+    from otel_agent_trace.processor.fast_scan import FastScanner
+
+    assert verhoeff_ok("2363") and not verhoeff_ok("2364")  # the textbook example
+    for scan in (find_all, FastScanner()):
+        def kinds(text):
+            return [(f.kind, f.norm) for f in scan(text)]
+
+        assert kinds("Aadhaar 2345 6789 0124.") == [(IN_AADHAAR, "234567890124")]
+        assert kinds('{"aadhaar": "2345-6789-0124"}') == [(IN_AADHAAR, "234567890124")]
+        # a wrong check digit, two digits swapped, first digit 0/1, mixed separators, bare, in a code
+        for other in ("2345 6789 0125", "2345 6789 0142", "1345 6789 0124", "2345-6789 0124", "234567890124",
+                      "INV-2345-6789-0124"):
+            assert all(k != IN_AADHAAR for k, _ in kinds(other)), other
+        # a card in fours stays a card (its 16 digits are read first)
+        assert kinds("card 4111 1111 1111 1111") == [(CARD, "4111111111111111")]

@@ -7,14 +7,21 @@ from dataclasses import dataclass, field
 from operator import attrgetter, gt, le
 from typing import Any, Callable, Iterable
 
+import orjson
+
 from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
 from otel_agent_trace.model import (
+    CONTEXT_MESSAGE_HASHES,
+    CONTEXT_NEW_MESSAGES,
+    CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_AGENT_NAME,
     LIFECYCLE_PHASE,
+    NEW_MESSAGE_CONTENT_FROM,
     STEP_KIND,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
     OP_CHAT,
     OP_EXECUTE_TOOL,
@@ -24,6 +31,7 @@ from otel_agent_trace.model import (
     STEP_INDEX,
     STEP_SPAN_PREFIX,
     TOOL_SOURCE,
+    context_hashes,
 )
 
 
@@ -253,10 +261,66 @@ def _collect(run: Run, children: dict[str, list[Span]], run_ids: set[str]) -> No
         _drop_duplicate_chats(run)
     if len(steps) > 1:
         _order_steps(steps, step_indices)
+        _expand_contexts(steps)
+    if steps and tools:
+        _restore_tool_results(run)
     if len(tools) > 1:
         if 0 < sourced < len(tools):  # (a trace of one instrumentation restates no tool call)
             _drop_restated_tools(run)
         tools.sort(key=_START)
+
+
+def _expand_contexts(steps: list[Span]) -> None:
+    """Steps that list only the hashes after the prefix they share with the previous step
+    (`agent_trace.context.shared_prefix`) get their whole context back, so every reader of
+    `message_hashes` sees the whole list; unknown (a missing previous step): removed."""
+    previous: list[str] | None = None
+    last_index: int | None = None
+    for step in steps:
+        attributes = step.attributes
+        index = attributes.get(STEP_INDEX)
+        if CONTEXT_SHARED_PREFIX in attributes:
+            known = previous if last_index is not None and index == last_index + 1 else None
+            hashes = context_hashes(known, attributes)
+            del attributes[CONTEXT_SHARED_PREFIX]
+            if hashes is None:
+                attributes.pop(CONTEXT_MESSAGE_HASHES, None)
+            else:
+                attributes[CONTEXT_MESSAGE_HASHES] = hashes
+        hashes = attributes.get(CONTEXT_MESSAGE_HASHES)
+        previous = list(hashes) if isinstance(hashes, (list, tuple)) else None
+        last_index = index if isinstance(index, int) else None
+
+
+_CONTENT_FROM_FIELD = f'"{NEW_MESSAGE_CONTENT_FROM}":'
+
+
+def _restore_tool_results(run: Run) -> None:
+    """Tool results that a step's `new_messages` names by their `execute_tool` span
+    (`model.NEW_MESSAGE_CONTENT_FROM`, instead of writing them twice) get their content back, so
+    every reader of `new_messages` sees it as traces written before that read (a span not in the
+    run: the message stays without content)."""
+    for step in run.steps:
+        text = step.attributes.get(CONTEXT_NEW_MESSAGES)
+        if text.__class__ is not str or _CONTENT_FROM_FIELD not in text:
+            continue
+        try:
+            items = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            continue  # (clipped: read as before, by each reader's own tolerance)
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if not isinstance(item, dict) or NEW_MESSAGE_CONTENT_FROM not in item:
+                continue
+            source = run.spans.get(str(item.pop(NEW_MESSAGE_CONTENT_FROM)))
+            message = item.get("message")
+            result = source.attributes.get(GEN_AI_TOOL_CALL_RESULT) if source is not None else None
+            if isinstance(message, dict) and isinstance(result, str) and result:
+                # the canonical key order (`Message.canonical`): role, content, then the rest
+                item["message"] = {"role": message.get("role"), "content": result,
+                                   **{k: v for k, v in message.items() if k != "role"}}
+        step.attributes[CONTEXT_NEW_MESSAGES] = orjson.dumps(items).decode()
 
 
 def _fold_outcome(run: Run, outcome: Span) -> None:

@@ -37,6 +37,12 @@ CN_ID = "CN_ID"
 IP = "IP"
 IBAN = "IBAN"
 SECRET = "SECRET"
+US_SSN = "US_SSN"
+UK_NINO = "UK_NINO"
+CA_SIN = "CA_SIN"
+IN_AADHAAR = "IN_AADHAAR"
+# every kind a built-in detector reports: the names `redact_disabled` accepts (config.py)
+KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN, IN_AADHAAR)
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,9 @@ _NUM_PRECISE = re.compile(
   | (?P<ipv4>(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d))
   | (?P<cnmob>(?<![\w.+-])(?:\(?\+?86\)?[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?![\w-]))
   | (?P<intl>(?<![\w+])\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}(?![\w]))
+  | (?P<ssn>(?<![\w.+-])\d{3}(?P<sep>[- ])\d{2}(?P=sep)\d{4}(?![\w-]))
+  | (?P<aadhaar>(?<![\w.+-])[2-9]\d{3}(?P<asep>[- ])\d{4}(?P=asep)\d{4}(?![\w-]))
+  | (?P<sin>(?<![\w.+-])\d{3}(?P<sinsep>[- ])\d{3}(?P=sinsep)\d{3}(?![\w-]))
   | (?P<nanp>(?<![\w.-])(?:\(\d{3}\)[ ]?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]))
     """,
     re.VERBOSE | re.ASCII,  # ASCII word boundaries: a number glued to CJK text (手机号138...) is found
@@ -230,8 +239,51 @@ def numbers_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
             elif kind == "intl":
                 if 8 <= len(digits) <= 15:
                     out.append(Found(m.start(), m.end(), PHONE, _intl_norm(digits)))
+            elif kind == "ssn":
+                if ssn_ok(digits):
+                    out.append(Found(m.start(), m.end(), US_SSN, digits))
+            elif kind == "aadhaar":
+                if verhoeff_ok(digits):
+                    out.append(Found(m.start(), m.end(), IN_AADHAAR, digits))
+            elif kind == "sin":
+                if sin_ok(digits):
+                    out.append(Found(m.start(), m.end(), CA_SIN, digits))
             elif kind == "nanp":
                 out.append(Found(m.start(), m.end(), PHONE, "1" + digits))
+
+
+def ssn_ok(digits: str) -> bool:
+    """A US Social Security number the SSA could issue: area not 000, 666 or 900-999, group not
+    00, serial not 0000 (`123-45-6789` is one)."""
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+_VERHOEFF_D = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0))
+_VERHOEFF_P = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8))
+
+
+def verhoeff_ok(digits: str) -> bool:
+    """Verhoeff checksum (India's Aadhaar number: 12 digits, the first 2-9, the last a Verhoeff
+    check digit that catches every single-digit error and adjacent swap)."""
+    check = 0
+    for i, ch in enumerate(reversed(digits)):
+        check = _VERHOEFF_D[check][_VERHOEFF_P[i % 8][ord(ch) - 48]]
+    return check == 0
+
+
+def sin_ok(digits: str) -> bool:
+    """A Canadian Social Insurance Number: first digit 1-7 (a province) or 9 (temporary
+    residents; 0 and 8 are not assigned), Luhn check digit (`046 454 286`, the government's
+    example, starts with 0 and is not one)."""
+    return digits[0] not in "08" and luhn_ok(digits)
 
 
 def _intl_norm(digits: str) -> str:
@@ -441,6 +493,24 @@ def secrets_in(text: str, lo: int, hi: int, out: list[Found], lower: str | None 
                 pos = hay.find(lit, pos + len(lit), hi)
 
 
+# --- UK National Insurance numbers -------------------------------------------------------------
+# two prefix letters (first not D F I Q U V, second not D F I O Q U V; BG GB KN NK NT TN ZZ never
+# issued), six digits (pairs may be spaced), suffix A-D; capitals only (lower-case codes are ids)
+_NINO = re.compile(r"(?<![A-Za-z0-9])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
+                   re.ASCII)
+_NINO_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _ninos(text: str, out: list[Found]) -> None:
+    ninos_in(text, 0, len(text), out)
+
+
+def ninos_in(text: str, lo: int, hi: int, out: list[Found]) -> None:
+    for m in _NINO.finditer(text, lo, hi):
+        if m.group(1) not in _NINO_NEVER:
+            out.append(Found(m.start(), m.end(), UK_NINO, m.group().replace(" ", "")))
+
+
 # --- entry point ------------------------------------------------------------------------------
 Finder = Callable[[str, list], None]
 BUILTIN: dict[str, Finder] = {
@@ -449,20 +519,26 @@ BUILTIN: dict[str, Finder] = {
     "ipv6": _ipv6,
     "ibans": _ibans,
     "secrets": _secrets,
+    "ninos": _ninos,
 }
 
 
-def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values()) -> list[Found]:
-    """All non-overlapping sensitive values of `text`, leftmost first, longest on ties."""
+def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values(),
+             disabled: frozenset[str] = frozenset()) -> list[Found]:
+    """All non-overlapping sensitive values of `text`, leftmost first, longest on ties; none of
+    the `disabled` kinds (`KINDS`)."""
     text = fold(text)
     out: list[Found] = []
     for finder in finders:
         finder(text, out)
-    return merge(out)
+    return merge(out, disabled)
 
 
-def merge(out: list[Found]) -> list[Found]:
-    """Sort by position and fuse overlaps, so every character of every match is replaced."""
+def merge(out: list[Found], disabled: frozenset[str] = frozenset()) -> list[Found]:
+    """Sort by position and fuse overlaps, so every character of every match is replaced (values
+    of a `disabled` kind are dropped first: they neither count nor widen a neighbour)."""
+    if disabled:
+        out = [f for f in out if f.kind not in disabled]
     if len(out) < 2:
         return out
     out.sort(key=lambda f: (f.start, -f.end))

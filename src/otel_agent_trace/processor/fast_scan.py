@@ -25,7 +25,8 @@ try:  # pragma: no cover - depends on the platform's wheel
 except ImportError:  # pragma: no cover
     hyperscan = None
 
-_NUM, _IBAN, _V6, _SECRET = 0, 1, 2, 3
+_NUM, _IBAN, _V6, _SECRET, _NINO = 0, 1, 2, 3, 4
+_NINO_BACK = 16
 _NUM_BACK = 64  # longest number candidate (an international phone with separators) + margin
 _IBAN_BACK = 72
 _V6_BACK = 48  # an address around its "::" or before its end
@@ -37,9 +38,13 @@ _PATTERNS = [
     (rb"1[3-9]\d(?:[ -]?\d{4}){2}", _NUM, 0),
     (rb"\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}", _NUM, 0),
     (rb"(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}", _NUM, 0),
+    (rb"\d{3}[- ]\d{2}[- ]\d{4}", _NUM, 0),  # US SSN (detectors.ssn_ok)
+    (rb"\d{3}[- ]\d{3}[- ]\d{3}", _NUM, 0),  # CA SIN (detectors.sin_ok)
+    (rb"\d{4}[- ]\d{4}[- ]\d{4}", _NUM, 0),  # IN Aadhaar (detectors.verhoeff_ok)
     (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see detectors.ibans_in)
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
     # secret literals (see detectors._SECRETS); the window covers the literal, the value may run on
+    (rb"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", _NINO, 0),  # UK NINO (detectors.ninos_in)
     (rb"sk-|AKIA|ASIA|eyJ|gh[pousr]_|github_pat_|AIza|xox", _SECRET, 0),
     (rb"(?i)bearer[ \t]|(?:key|token|secret|passwd|password|pwd)[\"']?[ \t]*[=:]", _SECRET, 0),
 ]
@@ -67,13 +72,14 @@ class FastScanner:
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
         return scratch
 
-    def __call__(self, text: str) -> list[Found]:
+    def __call__(self, text: str, disabled: frozenset[str] = frozenset()) -> list[Found]:
         text = detectors.fold(text)  # full-width forms and non-ASCII digits, as find_all does
         data = text.encode("ascii", "replace")
         nums: list[int] = []
         ibans: list[int] = []
         v6: list[int] = []
         secrets: list[int] = []
+        ninos: list[int] = []
 
         def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             if pid == _NUM:
@@ -82,6 +88,8 @@ class FastScanner:
                 ibans.append(to)
             elif pid == _V6:
                 v6.append(to)
+            elif pid == _NINO:
+                ninos.append(to)
             else:
                 secrets.append(to)
 
@@ -98,9 +106,11 @@ class FastScanner:
             lower = text.lower()
             for lo, hi in _windows(secrets, _SECRET_BACK, size):
                 detectors.secrets_in(text, lo, hi, out, lower)
+        for lo, hi in _windows(ninos, _NINO_BACK, size):
+            detectors.ninos_in(text, lo, hi, out)
         if "@" in text:
             detectors._emails(text, out)
-        return detectors.merge(out)
+        return detectors.merge(out, disabled)
 
 
 def _windows(ends: list[int], back: int, size: int, ahead: int = 2) -> list[tuple[int, int]]:

@@ -19,6 +19,7 @@ recorder's hash keys.
 from __future__ import annotations
 
 import base64
+import functools
 import binascii
 import hashlib
 import hmac
@@ -26,7 +27,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -130,12 +131,18 @@ class Redactor:
         rules: Rules | None = None,
         cache_chars: int = 32 * 1024 * 1024,
         scanner: Any = None,
+        disabled: Iterable[str] = (),
     ) -> None:
+        """`disabled`: detector kinds (`detectors.KINDS`, e.g. `US_SSN`) whose values are left as
+        they are; the scanner is then called with `disabled=` (both built-in scanners take it)."""
         if key is None:
             key = os.urandom(32)
         self._key = key.encode() if isinstance(key, str) else bytes(key)
         self.rules = rules or Rules()
         self._scan = scanner or _default_scanner()
+        self.disabled = frozenset(disabled)
+        if self.disabled:
+            self._scan = functools.partial(self._scan, disabled=self.disabled)
         self._cache: dict[str, tuple[str, int]] = {}
         self._pseudonyms: dict[str, str] = {}
         self._cache_chars = 0

@@ -29,7 +29,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
 
     Programmatic use: `provider.add_span_processor(AgentTraceSpanProcessor(next=BatchSpanProcessor(exporter)))`.
     Keywords override `AgentTraceConfig` (environment `OTEL_AGENT_TRACE_*`): `redact`,
-    `redact_key`, `redact_rules` (a path, or a `Rules` object), `sample_ratio`,
+    `redact_key`, `redact_rules` (a path, or a `Rules` object), `redact_disabled`, `sample_ratio`,
     `sampler_max_spans`, `sampler_max_bytes`, `sampler_decision_seconds`.
     """
 
@@ -48,7 +48,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
         if cfg.redact:
             if not isinstance(rules, Rules):
                 rules = load_rules(cfg.redact_rules)
-            self.redactor = Redactor(key=cfg.redact_key, rules=rules)
+            self.redactor = Redactor(key=cfg.redact_key, rules=rules, disabled=cfg.redact_disabled)
         self.sampler: TailSampler | None = None
         if cfg.sample_ratio < 1.0:
             self.sampler = TailSampler(

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id
 
 from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
@@ -24,6 +24,8 @@ from otel_agent_trace.model import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
     CONTEXT_MESSAGES,
+    CONTEXT_NEW_MESSAGES,
+    CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_OPERATION_NAME,
@@ -43,6 +45,7 @@ from otel_agent_trace.model import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
     LIFECYCLE_PHASE,
+    NEW_MESSAGE_CONTENT_FROM,
     OP_CHAT,
     STEP_INDEX,
     STEP_KIND,
@@ -63,7 +66,6 @@ from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.recorder.state import StepState
 from otel_agent_trace.recorder.tool_spans import infer_tool_results
 
-NEW_MESSAGES = "agent_trace.context.new_messages"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
 OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
@@ -124,17 +126,22 @@ def open_chat(run: RunInvocation, request: ChatRequest, hashes: list[str]) -> Ch
 def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps: Dependencies) -> StepState:
     index = len(run.steps)
     short = [h[: hashing.SHORT] for h in hashes]
+    # the messages after those the previous step's context began with (a context that grows by a
+    # few messages a step writes a few hashes a step, not the whole list again: model.context_hashes)
+    shared = _shared_prefix(run.last_request_hashes, hashes) if run.steps else 0
     attributes: dict[str, Any] = {
         STEP_INDEX: index,
         CONTEXT_HASH: hashing.context_hash(request.model, hashes, request.tools, request.params),
-        CONTEXT_MESSAGE_HASHES: short,
+        CONTEXT_MESSAGE_HASHES: short[shared:],
         CONTEXT_MESSAGES: len(hashes),
     }
+    if shared:
+        attributes[CONTEXT_SHARED_PREFIX] = shared
     new = [(h, m) for h, m in zip(short, request.messages) if h not in run.seen_messages]
     run.learn_messages(new)
-    content = run.content.json([{"hash": h, "message": m.canonical()} for h, m in new]) if new else None
+    content = run.content.json(_new_items(run, new)) if new and run.content.capture else None
     if content is not None:
-        attributes[NEW_MESSAGES] = content
+        attributes[CONTEXT_NEW_MESSAGES] = content
     attributes.update(deps.attributes())
     if any(_not_ok(run, t) for t in deps.targets(Relation.CONSUMES)):
         attributes[LIFECYCLE_PHASE] = Phase.PROPAGATE.value
@@ -151,6 +158,36 @@ def _open_step(run: RunInvocation, request: ChatRequest, hashes: list[str], deps
     guards.check_context_dropped(run, step, short)
     run.begin_step(step, hashes)
     return step
+
+
+def _new_items(run: RunInvocation, new: list[tuple[str, Message]]) -> list[dict[str, Any]]:
+    """`new_messages`' items. A tool result that its `execute_tool` span already holds whole is
+    not written a second time: the message goes without its content and names that span
+    (`model.NEW_MESSAGE_CONTENT_FROM`; the analyzer puts the content back when it groups a run)."""
+    items: list[dict[str, Any]] = []
+    for short, message in new:
+        canonical = message.canonical()
+        item: dict[str, Any] = {"hash": short, "message": canonical}
+        if message.role == "tool" and message.tool_call_id and message.content:
+            record = run.records_by_call_id.get(message.tool_call_id)
+            if record is not None and record.result is not None and record.result == message.content:
+                del canonical["content"]
+                item[NEW_MESSAGE_CONTENT_FROM] = format_span_id(record.span_context.span_id)
+                record.result = None  # (shown once: the text need not be kept any longer)
+        items.append(item)
+    return items
+
+
+def _shared_prefix(previous: list[str], hashes: list[str]) -> int:
+    """How many leading hashes the two contexts share."""
+    if len(previous) <= len(hashes) and hashes[: len(previous)] == previous:
+        return len(previous)
+    shared = 0
+    for a, b in zip(previous, hashes):
+        if a != b:
+            break
+        shared += 1
+    return shared
 
 
 def _not_ok(run: RunInvocation, span_context: trace.SpanContext) -> bool:
@@ -238,3 +275,5 @@ def _record_response(inv: ChatInvocation, response: ChatResponse) -> None:
     guards.check_tool_calls(run, step, inv.request, response)
     if step.final:
         guards.check_final_answer(run, step, response.content)
+        if run.implicit:  # an answered implicit run takes no more steps: only its run span lingers
+            run.close_open_step(now)

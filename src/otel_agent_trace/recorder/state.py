@@ -28,6 +28,9 @@ class ToolRecord:
     source: str  # "explicit" | "inferred"
     phase: str | None = None
     retried: bool = False  # a later retry_of points here
+    # the result text its span holds whole (content capture on, not clipped), until the step whose
+    # context shows it first names this span instead of writing the text again (chat.py)
+    result: str | None = None
 
     @property
     def failing(self) -> bool:

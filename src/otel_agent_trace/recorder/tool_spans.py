@@ -214,8 +214,11 @@ def _close_tool_span(run: RunInvocation, start: ToolStart, outcome: Outcome, res
                      exc: BaseException | None, source: str, end_ns: int | None) -> ToolRecord:
     span = start.span
     span.set_attribute(TOOL_OUTCOME, outcome.value)
+    whole = None
     if run.content.capture and result_text is not None:
-        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, run.content.clip(result_text))
+        written = run.content.clip(result_text)
+        span.set_attribute(GEN_AI_TOOL_CALL_RESULT, written)
+        whole = result_text if written is result_text else None
     if outcome is not Outcome.OK:
         span.set_attribute(ERROR_TYPE, OUTCOME_ERROR_TYPE[outcome].value)
         if exc is not None:
@@ -227,7 +230,7 @@ def _close_tool_span(run: RunInvocation, start: ToolStart, outcome: Outcome, res
         span.set_attribute(LIFECYCLE_PHASE, phase)
     span.end(end_time=end_ns)
     record = ToolRecord(start.name, start.call_id, start.arguments, outcome, span.get_span_context(),
-                        start.step.index if start.step else None, source, phase)
+                        start.step.index if start.step else None, source, phase, result=whole)
     run.record_tool(record, start.retry_of, result_text, start.writes)
     return record
 
