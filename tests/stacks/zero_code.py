@@ -25,7 +25,8 @@ def run_instrumented(script: str, tmp_path: Path, **env_extra: str) -> tuple[sub
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_AGENT_TRACE_FILE": str(traces),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), str(ROOT / "tests")]),
+        # this checkout's sources first (the venv's editable install may be another checkout's)
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "examples"), str(ROOT / "tests")]),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     })
     env.update(env_extra)

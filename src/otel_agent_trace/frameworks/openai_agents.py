@@ -27,6 +27,8 @@ from typing import Any
 from opentelemetry import trace
 
 from otel_agent_trace._failopen import safely
+from otel_agent_trace.frameworks.runs import name_run
+from otel_agent_trace.recorder.delegation import delegating_span, run_to_join
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
@@ -54,6 +56,7 @@ class _Agent:
     tools: frozenset[str]  # its function tools' names (a handoff's call is the other kind)
     delegator: "_Agent | None" = None  # the agent whose step handed off to this one
     handed_off: bool = False
+    joined: bool = False  # it runs in the program's run (an entry point's): ending it ends nothing
 
 
 @dataclass
@@ -114,15 +117,23 @@ class AgentsProcessor:
         if delegation is not None and delegation.to_agent not in (None, data.name):
             safely("agents.handoff lost", self._finish, delegation.agent, None)
             delegation = None
-        root = delegation is None and current_explicit() is None
+        joined = run_to_join(handler) if delegation is None and not self._is_agent(current_explicit()) else None
+        root = delegation is None and joined is None and current_explicit() is None
         if root:
             handler.end_answered_runs()  # this thread's previous answered run is over
-        run = handler.run(data.name, delegated_by=delegation.step if delegation else None)
+        if joined is not None:
+            name_run(joined, data.name)
+            run = joined
+        else:
+            # a handoff's step, else the tool that runs this agent (`Agent.as_tool`) or the step calling it
+            delegated_by = delegation.step if delegation else (None if root else delegating_span(handler))
+            run = handler.run(data.name, delegated_by=delegated_by)
         if not isinstance(run, RunInvocation):
             return
         token = explicit_run.set(run)
         run.activate()
-        agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None)
+        agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None,
+                       joined=joined is not None)
         with self._lock:
             self._agents[span.span_id] = agent
 
@@ -145,7 +156,9 @@ class AgentsProcessor:
         """End a run and the runs that handed off to it: failed with `error`, or answered (the
         outermost is held open for what the program does with the answer)."""
         while agent is not None:
-            if error is not None:
+            if agent.joined:
+                pass  # the program's run ends with the program's block
+            elif error is not None:
                 agent.run.fail(error)
             elif agent.root:
                 handler = installed_handler()
@@ -156,6 +169,10 @@ class AgentsProcessor:
             else:
                 agent.run.stop()
             agent = agent.delegator  # type: ignore[assignment]
+
+    def _is_agent(self, run: RunInvocation | None) -> bool:
+        with self._lock:
+            return run is not None and any(a.run is run for a in self._agents.values())
 
     def _current(self) -> _Agent | None:
         run = current_explicit()

@@ -17,10 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.frameworks.runs import name_run, open_agent_run
+from otel_agent_trace.frameworks.runs import name_run, open_agent_run, run_of
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.recorder.run import RunInvocation
 
 _DEFERRALS = ("CallDeferred", "ApprovalRequired")
 
@@ -69,9 +68,9 @@ def _open_run(agent: Any) -> Invocation:
     return open_agent_run(getattr(agent, "name", None))
 
 
-def _name_run(run: Invocation, agent: Any) -> None:
-    name = getattr(agent, "name", None)
-    if isinstance(run, RunInvocation) and name:
+def _name_run(invocation: Invocation, agent: Any) -> None:
+    name, run = getattr(agent, "name", None), run_of(invocation)
+    if run is not None and name:
         name_run(run, name)
 
 
