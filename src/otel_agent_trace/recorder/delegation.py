@@ -78,6 +78,7 @@ class AgentRun(Invocation):
         super().__init__()
         self.run, self.nested = run, nested
         self.span = run.span
+        self.caller = run.handler.caller()  # where the program invoked the agent: its run lingers there
         self._tokens_: list[tuple[Any, Any]] = []
 
     def activate(self) -> None:
@@ -96,7 +97,7 @@ class AgentRun(Invocation):
         if self.nested:
             self.run.end()
         else:  # the program may still judge the answer (and raise): Handler.linger
-            self.run.handler.linger(self.run)
+            self.run.handler.linger(self.run, self.caller)
 
     def _on_fail(self, exc: BaseException) -> None:
         self.run.end(exc)

@@ -197,27 +197,37 @@ class Handler:
                 return run
         return None
 
-    def linger(self, run: RunInvocation) -> None:
+    def linger(self, run: RunInvocation, caller: tuple[int, Any] | None = None) -> None:
         """A framework's agent invocation returned: its run stays open like an answered implicit
-        run (ended by the next run of its thread, idleness or the program's end), so that an
-        exception the program raises about the answer still marks it failed."""
+        run (ended by the next run of its thread or task, idleness or the program's end), so that
+        an exception the program raises about the answer still marks it failed. `caller`: the
+        thread and task (`caller()`) that invoked the agent, when it answers elsewhere."""
         self.end_answered_runs()
         now = time.time_ns()
         run.answered_ns = run.answered_ns or now
         run.last_active_ns = now
-        run.thread, run.task = threading.get_ident(), _current_task()
+        run.thread, run.task = caller or self.caller()
         with self._open_lock:
             stale = self._keep_open(run)
         for old in stale:
             self.end_run(old)
 
+    @staticmethod
+    def caller() -> tuple[int, Any]:
+        """This thread's id and a weak reference to the running asyncio task (None outside one)."""
+        return threading.get_ident(), _current_task()
+
     def end_answered_runs(self) -> None:
-        """End the open runs of this thread that answered: it starts another one."""
-        thread = threading.get_ident()
+        """End the open runs that answered in this thread, or in this asyncio task when called
+        from one (its sibling tasks' answered runs stay open for what their task does next; one
+        whose task is over ends with it, failed when the task raised): it starts another one."""
+        thread, task = threading.get_ident(), _current_task()
         with self._open_lock:
             over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
         for run in over:
-            self.end_run(run)
+            ended = True if task is None else _task_over(run.task, task)
+            if ended is not False:
+                self.end_run(run, ended if isinstance(ended, BaseException) else None)
 
     def end_run(self, run: RunInvocation, exc: BaseException | None = None) -> None:
         """End an implicit run: at its last activity when it ended well, now when it failed."""
@@ -348,6 +358,19 @@ def _current_task() -> Any:
     loop = asyncio._get_running_loop() if asyncio is not None else None
     task = asyncio.current_task(loop) if loop is not None else None
     return weakref.ref(task) if task is not None else None
+
+
+def _task_over(ran_in: Any, task: Any) -> bool | BaseException:
+    """Is a run that worked in task `ran_in` over now that `task` starts another (weak references):
+    the same task, or no task: True; a task that is done: True, or the exception it raised (read
+    without marking it retrieved: asyncio still reports it); a task still running: False."""
+    earlier = ran_in() if ran_in is not None else None
+    if earlier is None or earlier is task():
+        return True
+    if not earlier.done():
+        return False
+    exc = None if earlier.cancelled() else getattr(earlier, "_exception", None)
+    return exc if isinstance(exc, BaseException) else True
 
 
 # --- the program's end ----------------------------------------------------------------------------
