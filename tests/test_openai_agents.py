@@ -311,3 +311,32 @@ support_agent.check_reply(TICKET, asyncio.run(main()))
     [found] = analyze(traces)["runs"]
     assert found["status"] == "failed"
     _assert_origin_lookup(found)
+
+
+def test_agent_as_tool_is_a_sub_run_under_its_tool_span(tmp_path):
+    """`Agent.as_tool`: the desk's run nests under the supervisor's tool span that ran it, linked
+    `delegated_to`; the supervisor's run fails with the program's exception, the origin is found
+    in the desk's run."""
+    proc, traces = run_instrumented(PRELUDE.replace(
+        'server = ScriptedOpenAIServer(SCRIPTS)',
+        'SCRIPTS["desk " + TICKET] = [{"tool_calls": [_call("refund_desk", input=TICKET)]},'
+        ' {"content": "The desk found nothing to refund."}]\nserver = ScriptedOpenAIServer(SCRIPTS)') + """
+desk = support.as_tool(tool_name="refund_desk", tool_description="The refund desk")
+supervisor = Agent(name="supervisor", instructions="Ask the desk.", tools=[desk], model="gpt-4o-mini")
+result = Runner.run_sync(supervisor, "desk " + TICKET)
+support_agent.check_reply(TICKET, result.final_output)
+""", tmp_path)
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    ours = _ours(traces)
+    by_id = {s["spanId"]: s for s in ours}
+    supervisor, sub = _named(ours, "invoke_agent")
+    assert (supervisor["name"], sub["name"]) == ("invoke_agent supervisor", "invoke_agent support")
+    tool = by_id[sub["parentSpanId"]]
+    assert tool["name"] == "execute_tool refund_desk" and run_root(by_id, tool) == supervisor["spanId"]
+    [link] = sub["links"]
+    assert link["spanId"] == tool["spanId"] and attributes(link)["agent_trace.link.relation"] == "delegated_to"
+    report = analyze(traces)
+    failed = [r for r in report["runs"] if r["status"] == "failed"]
+    assert [r["agent"] for r in failed] == ["supervisor"]
+    lookup = [s for s in ours if s["name"] == "execute_tool lookup_order"][0]
+    assert failed[0]["origin"]["span_id"] == lookup["spanId"]
