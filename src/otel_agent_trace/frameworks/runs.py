@@ -4,9 +4,10 @@ run, lingering after its answer."""
 
 from __future__ import annotations
 
+from otel_agent_trace._failopen import safely
 from otel_agent_trace.model import GEN_AI_AGENT_NAME, OP_INVOKE_AGENT, RUN_AGENTS
 from otel_agent_trace.recorder.delegation import JoinedRun, agent_run, run_to_join
-from otel_agent_trace.recorder.handler import installed_handler
+from otel_agent_trace.recorder.handler import Handler, installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.recorder.run import RunInvocation
 
@@ -19,12 +20,17 @@ def open_agent_run(name: str | None) -> Invocation:
     handler = installed_handler()
     if handler is None or not handler.enabled:
         return NoInvocation()
+    joined = safely("agent run.join", _join, handler, name)
+    return joined if joined is not None else agent_run(handler, name)
+
+
+def _join(handler: Handler, name: str | None) -> Invocation | None:
     outer = run_to_join(handler)
-    if outer is not None:
-        if name:
-            name_run(outer, name)
-        return JoinedRun(outer)
-    return agent_run(handler, name)
+    if outer is None:
+        return None
+    if name:
+        name_run(outer, name)
+    return JoinedRun(outer)
 
 
 def run_of(invocation: Invocation) -> RunInvocation | None:
