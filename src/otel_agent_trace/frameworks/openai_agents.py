@@ -295,10 +295,41 @@ def _tripped(kind: str, result: Any) -> None:
     _trips.setdefault(id(run), error_class(result))
 
 
+def _tool_guardrails(kind: str, results_key: str) -> Any:
+    async def run_tool_guardrails(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        """Wrapper of a function tool's input or output guardrails: each one that tripped (the
+        call rejected, or the run stopped with the SDK's exception) is an event on the run."""
+        results = kwargs.get(results_key)
+        before = len(results) if isinstance(results, list) else 0
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            safely("agents.tool guardrail", _tool_tripped, kind, results, before, kwargs.get("func_tool"))
+    return run_tool_guardrails
+
+
+def _tool_tripped(kind: str, results: Any, before: int, tool: Any) -> None:
+    run = current_explicit()
+    if run is None or not isinstance(results, list):
+        return
+    for result in results[before:]:
+        behavior = (getattr(result.output, "behavior", None) or {}).get("type")
+        if behavior in (None, "allow"):
+            continue
+        run.span.add_event(GUARDRAIL_EVENT, {
+            "agent_trace.guardrail.name": str(result.guardrail.get_name()), "agent_trace.guardrail.kind": kind,
+            "agent_trace.guardrail.behavior": str(behavior), "gen_ai.tool.name": str(getattr(tool, "name", ""))})
+
+
 GUARDRAILS = "agents.run_internal.guardrails"
+TOOL_EXECUTION = "agents.run_internal.tool_execution"
 WRAPPERS = {TOOL_RUNNER: run_tool, FAILURE_FORMATTER: note_handled,
             (GUARDRAILS, "run_single_input_guardrail"): _guardrail("input"),
-            (GUARDRAILS, "run_single_output_guardrail"): _guardrail("output")}
+            (GUARDRAILS, "run_single_output_guardrail"): _guardrail("output"),
+            (TOOL_EXECUTION, "_execute_tool_input_guardrails"):
+                _tool_guardrails("tool_input", "tool_input_guardrail_results"),
+            (TOOL_EXECUTION, "_execute_tool_output_guardrails"):
+                _tool_guardrails("tool_output", "tool_output_guardrail_results")}
 
 _registered = False
 
