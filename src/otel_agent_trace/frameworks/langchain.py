@@ -25,8 +25,9 @@ from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks import langchain_callbacks
+from otel_agent_trace.frameworks.runs import open_agent_run
 from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
-from otel_agent_trace.recorder.delegation import agent_run, resume
+from otel_agent_trace.recorder.delegation import resume
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.integration import Integration, Patch
@@ -72,7 +73,7 @@ def _graph_run(instance: Any) -> Invocation | None:
     """The run of this graph invocation, or None when it is already the run of this context."""
     if _graph.get() is instance:
         return None
-    return agent_run(installed_handler(), getattr(instance, "name", None) or type(instance).__name__)
+    return open_agent_run(getattr(instance, "name", None) or type(instance).__name__)
 
 
 class _Inside:
