@@ -14,6 +14,9 @@ pydantic-ai `run`, a smolagents `run`, an openai-agents agent, a llama-index wor
   raises about its answer (uncaught: `excepthook`, a thread's, the asyncio handler's) marks it
   failed.
 
+A LangGraph thread resumed after `interrupt` (frameworks/langchain.py) goes on in its lingering
+run (`continue_run`) while that run is still open.
+
 `resume(run)` makes a run current again around each resumption of a stream that a framework
 hands out as a generator.
 """
@@ -135,6 +138,21 @@ def agent_run(handler: Handler | None, name: str | None) -> Invocation:
         return NoInvocation()
     opened = safely("agent run.start", _open, handler, name)
     return AgentRun(handler, *opened) if opened is not None else NoInvocation()
+
+
+def continue_run(handler: Handler | None, run: RunInvocation | None) -> Invocation | None:
+    """The invocation that goes on with `run`, an agent's own run lingering after it answered (a
+    LangGraph thread resumed after `interrupt`), when nothing else claims this invocation (no run
+    of the program to join, no agent calling) and the run is still open; else None."""
+    if handler is None or not handler.enabled or run is None or run.ended:
+        return None
+    if current_explicit() is not None or delegating_span(handler) is not None:
+        return None
+    if not handler.implicit.reclaim(run):
+        return None
+    handler.implicit.end_answered()  # this thread's other answered runs are over
+    run.reopen()
+    return AgentRun(handler, run, False)
 
 
 @contextlib.contextmanager

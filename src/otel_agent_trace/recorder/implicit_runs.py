@@ -105,6 +105,12 @@ class ImplicitRuns:
         for old in stale:
             self.end_run(old)
 
+    def reclaim(self, run: RunInvocation) -> bool:
+        """Take a lingering run back from the registry, to go on with it (`RunInvocation.reopen`):
+        False when it has ended meanwhile (its thread moved on, idleness, a flush)."""
+        with self._lock:
+            return self._open.pop(id(run), None) is not None and not run.ended
+
     # --- ending ---------------------------------------------------------------------------------
     def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
         """The open implicit runs the program shows to be over (call with `_lock` held): those

@@ -243,6 +243,13 @@ class RunInvocation(Invocation):
             self.close_open_step(now)  # its last step is over: only the run span lingers
             self.thread, self.task = caller or caller_of_here()
 
+    def reopen(self) -> None:
+        """A lingering run's agent goes on (a LangGraph thread resumed after `interrupt`): it has
+        not answered yet after all."""
+        with self.lock:
+            self.answered_ns = None
+            self.last_active_ns = time.time_ns()
+
     def add_agent(self, agent: str) -> None:
         """An unnamed run takes the agent's name. A run already named (an entry point,
         `agent_run("x")`) keeps it and lists the agent in `agent_trace.run.agents`, so that the
