@@ -311,3 +311,69 @@ support_agent.check_reply(TICKET, asyncio.run(main()))
     [found] = analyze(traces)["runs"]
     assert found["status"] == "failed"
     _assert_origin_lookup(found)
+
+
+def test_agent_as_tool_is_a_sub_run_under_its_tool_span(tmp_path):
+    """`Agent.as_tool`: the desk's run nests under the supervisor's tool span that ran it, linked
+    `delegated_to`; the supervisor's run fails with the program's exception, the origin is found
+    in the desk's run."""
+    proc, traces = run_instrumented(PRELUDE.replace(
+        'server = ScriptedOpenAIServer(SCRIPTS)',
+        'SCRIPTS["desk " + TICKET] = [{"tool_calls": [_call("refund_desk", input=TICKET)]},'
+        ' {"content": "The desk found nothing to refund."}]\nserver = ScriptedOpenAIServer(SCRIPTS)') + """
+desk = support.as_tool(tool_name="refund_desk", tool_description="The refund desk")
+supervisor = Agent(name="supervisor", instructions="Ask the desk.", tools=[desk], model="gpt-4o-mini")
+result = Runner.run_sync(supervisor, "desk " + TICKET)
+support_agent.check_reply(TICKET, result.final_output)
+""", tmp_path)
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    ours = _ours(traces)
+    by_id = {s["spanId"]: s for s in ours}
+    supervisor, sub = _named(ours, "invoke_agent")
+    assert (supervisor["name"], sub["name"]) == ("invoke_agent supervisor", "invoke_agent support")
+    tool = by_id[sub["parentSpanId"]]
+    assert tool["name"] == "execute_tool refund_desk" and run_root(by_id, tool) == supervisor["spanId"]
+    [link] = sub["links"]
+    assert link["spanId"] == tool["spanId"] and attributes(link)["agent_trace.link.relation"] == "delegated_to"
+    report = analyze(traces)
+    failed = [r for r in report["runs"] if r["status"] == "failed"]
+    assert [r["agent"] for r in failed] == ["supervisor"]
+    lookup = [s for s in ours if s["name"] == "execute_tool lookup_order"][0]
+    assert failed[0]["origin"]["span_id"] == lookup["spanId"]
+
+
+def test_tool_input_guardrail_trips_are_events_on_the_run(tmp_path):
+    """A function tool's input guardrail: rejecting the call (the model reads the rejection) is a
+    `guardrail_tripped` event on the run naming the guardrail and the tool; raising stops the run,
+    which fails with the SDK's `ToolInputGuardrailTripwireTriggered`."""
+    proc, traces = run_instrumented(PRELUDE + """
+from agents import ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered, tool_input_guardrail
+
+@tool_input_guardrail
+def no_malformed_ids(data):
+    if "O" in data.context.tool_arguments:
+        return ToolGuardrailFunctionOutput.reject_content("malformed order id", output_info="O in id")
+    return ToolGuardrailFunctionOutput.allow()
+
+@tool_input_guardrail
+def stop_malformed_ids(data):
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="O in id")
+
+lookup_order.tool_input_guardrails = [no_malformed_ids]
+print("REPLY", Runner.run_sync(support, TICKET).final_output)
+lookup_order.tool_input_guardrails = [stop_malformed_ids]
+try:
+    Runner.run_sync(support, TICKET)
+except ToolInputGuardrailTripwireTriggered:
+    print("stopped")
+""", tmp_path)
+    assert proc.returncode == 0 and "stopped" in proc.stdout, proc.stderr[-2000:]
+    rejected, stopped = _named(_ours(traces), "invoke_agent")
+    for run, behavior in ((rejected, "reject_content"), (stopped, "raise_exception")):
+        [event] = [e for e in run["events"] if e["name"] == "guardrail_tripped"]
+        a = attributes(event)
+        assert (a["agent_trace.guardrail.kind"], a["agent_trace.guardrail.behavior"], a["gen_ai.tool.name"]) == \
+            ("tool_input", behavior, "lookup_order")
+    assert attributes(stopped)["error.type"] == "ToolInputGuardrailTripwireTriggered"
+    assert "agent_trace.lifecycle.phase" not in attributes(rejected) or \
+        attributes(rejected)["agent_trace.lifecycle.phase"] != "critical"

@@ -262,7 +262,7 @@ def test_zero_code_the_analyzer_names_the_empty_lookup_as_origin(tmp_path):
     assert [s["name"] for scope, s in spans if scope != "otel_agent_trace" and s["name"].startswith("chat")]
     report = analyze(traces)
     [run] = report["runs"]
-    assert run["agent"] == "support" and run["status"] == "suspect"
+    assert run["agent"] == "support" and run["status"] == "failed"  # the run lingers: the exception fails it
     assert run["origin"]["tool"] == "lookup_order" and run["origin"]["error_type"] == "tool_empty_result"
     assert report["summary"]["metrics"]["tool_calls"] == 3
 

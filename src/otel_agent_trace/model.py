@@ -29,6 +29,12 @@ RUN_ENDED_BY = "agent_trace.run.ended_by"
 # its parent is the run span, this attribute names that span's id (lowercase hex)
 RUN_OUTCOME_SPAN = "run_outcome"
 RUN_OUTCOME_OF = "agent_trace.run_outcome.of"
+# the `guardrail_tripped` event on a run (openai-agents): the guardrail, its kind (input, output,
+# tool_input, tool_output) and, for a tool's guardrail, what it did (reject_content, raise_exception)
+GUARDRAIL_EVENT = "guardrail_tripped"
+GUARDRAIL_NAME = "agent_trace.guardrail.name"
+GUARDRAIL_KIND = "agent_trace.guardrail.kind"
+GUARDRAIL_BEHAVIOR = "agent_trace.guardrail.behavior"
 STEP_INDEX = "agent_trace.step.index"
 STEP_KIND = "agent_trace.step.kind"
 STEP_TOOL_CALLS = "agent_trace.step.tool_calls"

@@ -14,7 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def run_instrumented(script: str, tmp_path: Path, **env_extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+def run_instrumented(script: str, tmp_path: Path, python: Path | None = None,
+                     **env_extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`python` (default: this venv's): the interpreter of another venv, whose
+    `opentelemetry-instrument` is run."""
     agent = tmp_path / "agent.py"
     agent.write_text(script)
     traces = tmp_path / "traces.jsonl"
@@ -25,13 +28,14 @@ def run_instrumented(script: str, tmp_path: Path, **env_extra: str) -> tuple[sub
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_AGENT_TRACE_FILE": str(traces),
-        # the code under test first when the caller put it on the path (a worktree's src/)
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), str(ROOT / "tests"),
+        # this checkout's sources first (the venv's editable install may be another checkout's)
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "examples"), str(ROOT / "tests"),
                                        *filter(None, [os.environ.get("PYTHONPATH")])]),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     })
     env.update(env_extra)
-    proc = subprocess.run([str(BIN / "opentelemetry-instrument"), sys.executable, str(agent)], env=env,
+    python = python or Path(sys.executable)
+    proc = subprocess.run([str(python.parent / "opentelemetry-instrument"), str(python), str(agent)], env=env,
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     return proc, traces
 

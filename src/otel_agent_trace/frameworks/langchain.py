@@ -21,12 +21,14 @@ is the step its chat call opens.
 from __future__ import annotations
 
 import contextvars
+import weakref
 from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks import langchain_callbacks
+from otel_agent_trace.frameworks.runs import open_agent_run, run_of
 from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
-from otel_agent_trace.recorder.delegation import agent_run, resume
+from otel_agent_trace.recorder.delegation import AgentRun, continue_run, resume
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.integration import Integration, Patch
@@ -68,11 +70,43 @@ tool_run = tool_arun = tool_wrapper(_describe_tool, _tool_result, "langchain too
 
 
 # --- graphs ---------------------------------------------------------------------------------------
-def _graph_run(instance: Any) -> Invocation | None:
-    """The run of this graph invocation, or None when it is already the run of this context."""
+def _graph_run(instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
+    """The run of this graph invocation, or None when it is already the run of this context. A
+    resume (`Command(resume=...)`, or no input) of a checkpointed thread whose last run still
+    lingers goes on in that run."""
     if _graph.get() is instance:
         return None
-    return agent_run(installed_handler(), getattr(instance, "name", None) or type(instance).__name__)
+    thread = safely("langgraph thread", _thread_of, instance, args, kwargs)
+    if thread is not None and _resumes_thread(args, kwargs):
+        continued = safely("langgraph resume", continue_run, installed_handler(), _threads.get(thread))
+        if continued is not None:
+            return continued
+    invocation = open_agent_run(getattr(instance, "name", None) or type(instance).__name__)
+    if thread is not None and isinstance(invocation, AgentRun) and not invocation.nested:
+        run = run_of(invocation)
+        if run is not None:
+            _threads[thread] = run
+    return invocation
+
+
+# a checkpointed LangGraph thread (checkpointer, thread_id) -> the run of its last invocation, own
+# and not nested (weakly: an ended run is dropped with its last reference)
+_threads: "weakref.WeakValueDictionary[tuple[int, str], Any]" = weakref.WeakValueDictionary()
+
+
+def _thread_of(instance: Any, args: tuple, kwargs: dict) -> tuple[int, str] | None:
+    checkpointer = getattr(instance, "checkpointer", None)
+    if checkpointer is None or isinstance(checkpointer, bool):
+        return None
+    config = kwargs.get("config", args[1] if len(args) > 1 else None)
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    return (id(checkpointer), str(thread_id)) if thread_id is not None else None
+
+
+def _resumes_thread(args: tuple, kwargs: dict) -> bool:
+    """The input resumes an interrupted thread: a `Command` carrying `resume`, or no input."""
+    value = kwargs.get("input", args[0] if args else None)
+    return value is None or (type(value).__name__ == "Command" and getattr(value, "resume", None) is not None)
 
 
 class _Inside:
@@ -149,7 +183,7 @@ class _Resumed:
 
 
 def graph_invoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    invocation = _graph_run(instance)
+    invocation = _graph_run(instance, args, kwargs)
     if invocation is None:
         return wrapped(*args, **kwargs)
     with _Settles(invocation), _Inside(invocation, instance):
@@ -157,7 +191,7 @@ def graph_invoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
 
 
 async def graph_ainvoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    invocation = _graph_run(instance)
+    invocation = _graph_run(instance, args, kwargs)
     if invocation is None:
         return await wrapped(*args, **kwargs)
     with _Settles(invocation), _Inside(invocation, instance):
@@ -165,14 +199,14 @@ async def graph_ainvoke(wrapped: Any, instance: Any, args: tuple, kwargs: dict) 
 
 
 def graph_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    invocation = _graph_run(instance)
+    invocation = _graph_run(instance, args, kwargs)
     if invocation is None:
         return wrapped(*args, **kwargs)
     return _streamed(invocation, instance, wrapped(*args, **kwargs))
 
 
 def graph_astream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    invocation = _graph_run(instance)
+    invocation = _graph_run(instance, args, kwargs)
     if invocation is None:
         return wrapped(*args, **kwargs)
     return _astreamed(invocation, instance, wrapped(*args, **kwargs))

@@ -86,6 +86,14 @@ class _Recorder:
     def __init__(self) -> None:
         self._calls: dict[Any, _Call] = {}
 
+    def on_interrupt(self, event: Any) -> None:
+        """LangGraph's graph lifecycle events: its graph callback manager is a
+        `BaseCallbackManager` too, so ours is added there; nothing to record (the run's life is
+        frameworks/langchain.py's), but a missing method would log a warning at each one."""
+
+    def on_resume(self, event: Any) -> None:
+        """(see `on_interrupt`)"""
+
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
         safely("langchain callbacks.start", self._start, serialized, messages, run_id, kwargs)
 

@@ -7,7 +7,8 @@
   function returned (`ToolOutput.raw_output`) and fails with what it raised, although the agent
   then hands the model the exception's text as an error result.
 * `BaseWorkflowAgent.run` / `AgentWorkflow.run`: one run named after the agent (the root agent of
-  an `AgentWorkflow`), a sub-agent's run when another run is current (recorder/delegation.py).
+  an `AgentWorkflow`), or the program's run it is the body of, or a sub-agent's run when an agent
+  calls it (frameworks/runs.py, recorder/delegation.py).
   `run()` only schedules the workflow and returns a handler: the run is made current in the
   context the workflow's tasks are created from (a copy of the caller's, so the caller's own
   context is left as it was), and ends when the handler's result is settled.
@@ -25,8 +26,7 @@ from typing import Any
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks.tool_calls import tool_wrapper
-from otel_agent_trace.recorder.delegation import agent_run
-from otel_agent_trace.recorder.handler import installed_handler
+from otel_agent_trace.frameworks.runs import open_agent_run
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.tool_decorator import describe_call
 from otel_agent_trace.integration import Integration, Patch
@@ -94,7 +94,7 @@ def agent(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
     """`agent.run(...)` / `workflow.run(...)`: one run for the workflow it schedules."""
     if _resumes(args, kwargs):
         return wrapped(*args, **kwargs)
-    invocation = safely("llama_index run.begin", lambda: agent_run(installed_handler(), _agent_name(instance)))
+    invocation = safely("llama_index run.begin", open_agent_run, _agent_name(instance))
     if invocation is None or isinstance(invocation, NoInvocation):
         return wrapped(*args, **kwargs)
     try:

@@ -28,16 +28,18 @@ from typing import Any, Iterator
 from opentelemetry import trace
 
 from otel_agent_trace._failopen import safely
+from otel_agent_trace.frameworks.runs import name_run
+from otel_agent_trace.recorder.delegation import delegating_span, run_to_join
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
 from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
 from otel_agent_trace.integration import ImportHook, Integration, Patch
+from otel_agent_trace.model import GEN_AI_TOOL_NAME, GUARDRAIL_BEHAVIOR, GUARDRAIL_EVENT, GUARDRAIL_KIND, GUARDRAIL_NAME
 
 MODULE = "agents"
 TOOL_RUNNER = ("agents.run_internal.tool_execution", "_invoke_function_tool_with_metadata")
 FAILURE_FORMATTER = ("agents.tool", "maybe_invoke_function_tool_failure_error_function")
-GUARDRAIL_EVENT = "guardrail_tripped"
 
 # the exceptions a function tool raised that the SDK turned into text for the model
 _handled: contextvars.ContextVar[list[BaseException] | None] = contextvars.ContextVar(
@@ -56,6 +58,7 @@ class _Agent:
     tools: frozenset[str]  # its function tools' names (a handoff's call is the other kind)
     delegator: "_Agent | None" = None  # the agent whose step handed off to this one
     handed_off: bool = False
+    joined: bool = False  # it runs in the program's run (an entry point's): ending it ends nothing
 
 
 @dataclass
@@ -116,15 +119,23 @@ class AgentsProcessor:
         if delegation is not None and delegation.to_agent not in (None, data.name):
             safely("agents.handoff lost", self._finish, delegation.agent, None)
             delegation = None
-        root = delegation is None and current_explicit() is None
+        joined = run_to_join(handler) if delegation is None and not self._is_agent(current_explicit()) else None
+        root = delegation is None and joined is None and current_explicit() is None
         if root:
             handler.implicit.end_answered()  # this thread's previous answered run is over
-        run = handler.run(data.name, delegated_by=delegation.step if delegation else None)
+        if joined is not None:
+            name_run(joined, data.name)
+            run = joined
+        else:
+            # a handoff's step, else the tool that runs this agent (`Agent.as_tool`) or the step calling it
+            delegated_by = delegation.step if delegation else (None if root else delegating_span(handler))
+            run = handler.run(data.name, delegated_by=delegated_by)
         if not isinstance(run, RunInvocation):
             return
         token = run.enter()
         run.activate()
-        agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None)
+        agent = _Agent(run, token, root, frozenset(data.tools or ()), delegation.agent if delegation else None,
+                       joined=joined is not None)
         with self._lock:
             self._agents[span.span_id] = agent
 
@@ -147,7 +158,9 @@ class AgentsProcessor:
         """End a run and the runs that handed off to it: failed with `error`, or answered (the
         outermost is held open for what the program does with the answer)."""
         while agent is not None:
-            if error is not None:
+            if agent.joined:
+                pass  # the program's run ends with the program's block
+            elif error is not None:
                 agent.run.fail(error)
             elif agent.root:
                 handler = installed_handler()
@@ -158,6 +171,10 @@ class AgentsProcessor:
             else:
                 agent.run.stop()
             agent = agent.delegator  # type: ignore[assignment]
+
+    def _is_agent(self, run: RunInvocation | None) -> bool:
+        with self._lock:
+            return run is not None and any(a.run is run for a in self._agents.values())
 
     def _current(self) -> _Agent | None:
         run = current_explicit()
@@ -278,16 +295,47 @@ def _tripped(kind: str, result: Any) -> None:
     from agents import exceptions
 
     name = result.guardrail.get_name()
-    run.span.add_event(GUARDRAIL_EVENT, {"agent_trace.guardrail.name": str(name), "agent_trace.guardrail.kind": kind})
+    run.span.add_event(GUARDRAIL_EVENT, {GUARDRAIL_NAME: str(name), GUARDRAIL_KIND: kind})
     error_class = exceptions.InputGuardrailTripwireTriggered if kind == "input" else \
         exceptions.OutputGuardrailTripwireTriggered
     _trips.setdefault(id(run), error_class(result))
 
 
+def _tool_guardrails(kind: str, results_key: str) -> Any:
+    async def run_tool_guardrails(wrapped: Any, instance: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        """Wrapper of a function tool's input or output guardrails: each one that tripped (the
+        call rejected, or the run stopped with the SDK's exception) is an event on the run."""
+        results = kwargs.get(results_key)
+        before = len(results) if isinstance(results, list) else 0
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            safely("agents.tool guardrail", _tool_tripped, kind, results, before, kwargs.get("func_tool"))
+    return run_tool_guardrails
+
+
+def _tool_tripped(kind: str, results: Any, before: int, tool: Any) -> None:
+    run = current_explicit()
+    if run is None or not isinstance(results, list):
+        return
+    for result in results[before:]:
+        behavior = (getattr(result.output, "behavior", None) or {}).get("type")
+        if behavior in (None, "allow"):
+            continue
+        run.span.add_event(GUARDRAIL_EVENT, {
+            GUARDRAIL_NAME: str(result.guardrail.get_name()), GUARDRAIL_KIND: kind,
+            GUARDRAIL_BEHAVIOR: str(behavior), GEN_AI_TOOL_NAME: str(getattr(tool, "name", ""))})
+
+
 GUARDRAILS = "agents.run_internal.guardrails"
+TOOL_EXECUTION = "agents.run_internal.tool_execution"
 WRAPPERS = {TOOL_RUNNER: run_tool, FAILURE_FORMATTER: note_handled,
             (GUARDRAILS, "run_single_input_guardrail"): _guardrail("input"),
-            (GUARDRAILS, "run_single_output_guardrail"): _guardrail("output")}
+            (GUARDRAILS, "run_single_output_guardrail"): _guardrail("output"),
+            (TOOL_EXECUTION, "_execute_tool_input_guardrails"):
+                _tool_guardrails("tool_input", "tool_input_guardrail_results"),
+            (TOOL_EXECUTION, "_execute_tool_output_guardrails"):
+                _tool_guardrails("tool_output", "tool_output_guardrail_results")}
 
 _registered = False
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.frameworks.runs import name_run, open_agent_run
-from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.recorder.run import RunInvocation
+from otel_agent_trace.frameworks.runs import name_run, open_agent_run, run_of
 from otel_agent_trace.frameworks.tool_calls import tool_wrapper
 from otel_agent_trace.integration import Integration, Patch
+from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 
 _DEFERRALS = ("CallDeferred", "ApprovalRequired")
 
@@ -70,9 +69,9 @@ def _open_run(agent: Any) -> Invocation:
     return open_agent_run(getattr(agent, "name", None))
 
 
-def _name_run(run: Invocation, agent: Any) -> None:
-    name = getattr(agent, "name", None)
-    if isinstance(run, RunInvocation) and name:
+def _name_run(invocation: Invocation, agent: Any) -> None:
+    name, run = getattr(agent, "name", None), run_of(invocation)
+    if run is not None and name:
         name_run(run, name)
 
 

@@ -1,27 +1,41 @@
-"""The run a framework's agent executes in: its own, or the one it is the body of, named after it."""
+"""The run a framework's agent executes in, by the one rule of recorder/delegation.py: the program's
+run it is the body of (named after it), a sub-agent's run when an agent calls it, else its own
+run, lingering after its answer."""
 
 from __future__ import annotations
 
-from otel_agent_trace.recorder.handler import installed_handler
+from otel_agent_trace._failopen import safely
+from otel_agent_trace.recorder.delegation import JoinedRun, agent_run, run_to_join
+from otel_agent_trace.recorder.handler import Handler, installed_handler
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
-from otel_agent_trace.recorder.run import RunInvocation, current_explicit
-from otel_agent_trace.recorder.state import active_tool
+from otel_agent_trace.recorder.run import RunInvocation
 
 
 def open_agent_run(name: str | None) -> Invocation:
-    """A run of its own (enter it), unless the agent already runs inside one of our runs as its
-    body (an entry point or `agent_run` around `agent.run`): then that run is the agent's and a
-    no-op is returned. Called from inside a tool, the agent is a sub-agent: a run nested under the
-    tool span."""
+    """The agent invocation's run, to enter around its code: the program's run it is the body of
+    (an entry point or `agent_run` around `agent.run`), named after the agent; a sub-agent's run
+    nested under the tool or step of the agent that called it; else a run of its own that
+    lingers after the answer (recorder/delegation.py)."""
     handler = installed_handler()
     if handler is None or not handler.enabled:
         return NoInvocation()
-    outer = current_explicit()
-    if outer is not None and active_tool.get() is None:
-        if name:
-            name_run(outer, name)
-        return NoInvocation()
-    return handler.run(name)
+    joined = safely("agent run.join", _join, handler, name)
+    return joined if joined is not None else agent_run(handler, name)
+
+
+def _join(handler: Handler, name: str | None) -> Invocation | None:
+    outer = run_to_join(handler)
+    if outer is None:
+        return None
+    if name:
+        name_run(outer, name)
+    return JoinedRun(outer)
+
+
+def run_of(invocation: Invocation) -> RunInvocation | None:
+    """The run an invocation from `open_agent_run` records into (None when nothing is recorded)."""
+    run = getattr(invocation, "run", None)
+    return run if isinstance(run, RunInvocation) else None
 
 
 def name_run(run: RunInvocation, agent: str) -> None:

@@ -113,8 +113,11 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 self._adopting.discard(span.context.span_id)  # type: ignore[union-attr]
                 return False
             parent = span.parent
+            attributes = span.attributes or {}
+            # a chat in the GenAI conventions (official openai-v2, OpenLLMetry), or OpenInference's LLM span
             return (parent is not None and parent.span_id in self._adopting  # type: ignore[operator]
-                    and (span.attributes or {}).get("gen_ai.operation.name") == "chat")
+                    and (attributes.get("gen_ai.operation.name") == "chat"
+                         or attributes.get("openinference.span.kind") == "LLM"))
         except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
             self._once("coexist=adopt (span kept)")
             return False

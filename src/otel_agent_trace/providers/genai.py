@@ -17,7 +17,7 @@ results meet under the same ids, as in every other client.
 
 Automatic function calling: the SDK runs each function through
 `_extra_utils.invoke_function_from_dict_args[_async]`; those are patched to run the function as
-an explicit tool (`tools/decorator.wrap_tool`), so each execution is a real `execute_tool` span
+an explicit tool (`tool_decorator.wrap_tool`), so each execution is a real `execute_tool` span
 (its time, its exception) matched to the model's pending call, and under replay with
 `replay_tools=recorded` is answered from the recording. Replay: `genai_replay.py`.
 """

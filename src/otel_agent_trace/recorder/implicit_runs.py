@@ -6,7 +6,9 @@ continues that run from any thread, task or context. An implicit run that gave i
 stays open until its thread starts another conversation, it has been idle for
 `run_idle_seconds`, or the process exits; an uncaught exception that ends the program, a thread
 or the asyncio task the run last worked in first (exit_hooks.py) marks it failed, phase
-`critical`. A framework's outermost agent run lingers here the same way once it answered.
+`critical`. A framework's outermost agent run lingers here the same way once it answered
+(recorder/delegation.py); inside asyncio, only its own task starting another run ends it, not a
+sibling task of the same thread.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Callable
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.model import ChatRequest
-from otel_agent_trace.recorder.run import RunInvocation, live
+from otel_agent_trace.recorder.run import RunInvocation, current_task, live
 from otel_agent_trace.recorder.state import implicit_run
 
 MAX_OPEN = 1024
@@ -90,16 +92,24 @@ class ImplicitRuns:
             self._sweeper.start()
         return stale
 
-    def linger(self, run: RunInvocation) -> None:
+    def linger(self, run: RunInvocation, caller: tuple[int, Any] | None = None) -> None:
         """A framework's agent invocation returned: its run stays open like an answered implicit
-        run (ended by the next run of its thread, idleness or the program's end), so that an
-        exception the program raises about the answer still marks it failed."""
+        run (ended by the next run of its thread or task, idleness, a flush or the program's end),
+        so that an exception the program raises about the answer still marks it failed.
+        `caller`: the thread and task (`run.caller_of_here()`) that invoked the agent, when it
+        answers elsewhere."""
         self.end_answered()
-        run.hold_open()
+        run.hold_open(caller)
         with self._lock:
             stale = self._keep_open(run)
         for old in stale:
             self.end_run(old)
+
+    def reclaim(self, run: RunInvocation) -> bool:
+        """Take a lingering run back from the registry, to go on with it (`RunInvocation.reopen`):
+        False when it has ended meanwhile (its thread moved on, idleness, a flush)."""
+        with self._lock:
+            return self._open.pop(id(run), None) is not None and not run.ended
 
     # --- ending ---------------------------------------------------------------------------------
     def _over(self, thread: int | None = None, own: RunInvocation | None = None) -> list[RunInvocation]:
@@ -132,13 +142,17 @@ class ImplicitRuns:
                 safely("run.idle end", self.end_run, run)
 
     def end_answered(self) -> None:
-        """End the open runs of this thread that answered: it starts another one."""
-        thread = threading.get_ident()
+        """End the open runs that answered in this thread, or in this asyncio task when called
+        from one (its sibling tasks' answered runs stay open for what their task does next; one
+        whose task is over ends with it, failed when the task raised): it starts another one."""
+        thread, task = threading.get_ident(), current_task()
         with self._lock:
             over = [r for r in self._open.values() if r.thread == thread and r.answered_ns is not None]
-            self._forget_flushed(thread)
+            self._forget_flushed(thread, task)
         for run in over:
-            self.end_run(run)
+            ended = True if task is None else _task_over(run.task, task)
+            if ended is not False:
+                self.end_run(run, ended if isinstance(ended, BaseException) else None)
 
     def end_run(self, run: RunInvocation, exc: BaseException | None = None) -> None:
         """End an implicit run: at its last activity when it ended well, now when it failed."""
@@ -191,10 +205,25 @@ class ImplicitRuns:
         for run in runs:
             safely("flush: end run", self.end_run, run)
 
-    def _forget_flushed(self, thread: int) -> None:
-        """`thread` starts another run: its flushed runs are over (call with `_lock` held)."""
-        for key in [k for k, r in self._flushed.items() if r.thread == thread]:
+    def _forget_flushed(self, thread: int, task: Any = None) -> None:
+        """`thread` (asyncio `task`, when given) starts another run: its flushed runs are over
+        (call with `_lock` held); a sibling task's still running are kept."""
+        for key in [k for k, r in self._flushed.items()
+                    if r.thread == thread and (task is None or _task_over(r.task, task) is not False)]:
             del self._flushed[key]
+
+
+def _task_over(ran_in: Any, task: Any) -> bool | BaseException:
+    """Is a run that worked in task `ran_in` over now that `task` starts another (weak references):
+    the same task, or no task: True; a task that is done: True, or the exception it raised (read
+    without marking it retrieved: asyncio still reports it); a task still running: False."""
+    earlier = ran_in() if ran_in is not None else None
+    if earlier is None or earlier is task():
+        return True
+    if not earlier.done():
+        return False
+    exc = None if earlier.cancelled() else getattr(earlier, "_exception", None)
+    return exc if isinstance(exc, BaseException) else True
 
 
 def _of(runs: list[RunInvocation], thread: int | None, task: Any) -> list[RunInvocation]:

@@ -69,6 +69,12 @@ def current_task() -> Any:
     return weakref.ref(task) if task is not None else None
 
 
+def caller_of_here() -> tuple[int, Any]:
+    """This thread's id and a weak reference to the running asyncio task (None outside one):
+    where a run's caller is, for `bind_caller` / `hold_open`."""
+    return threading.get_ident(), current_task()
+
+
 class RunInvocation(Invocation):
     """One agent run: its span and its state, guarded by `lock` (tools may run in threads)."""
 
@@ -224,16 +230,25 @@ class RunInvocation(Invocation):
     def bind_caller(self) -> None:
         """Remember the thread and asyncio task of the caller: where the run's end is looked for."""
         with self.lock:
-            self.thread, self.task = threading.get_ident(), current_task()
+            self.thread, self.task = caller_of_here()
 
-    def hold_open(self) -> None:
-        """A framework's agent returned its answer: the run waits, like an answered implicit run."""
+    def hold_open(self, caller: tuple[int, Any] | None = None) -> None:
+        """A framework's agent returned its answer: the run waits, like an answered implicit run,
+        for what its caller (`caller_of_here()` where the program invoked the agent, when it
+        answers in another thread or task; default: here) does next."""
         now = time.time_ns()
         with self.lock:
             self.answered_ns = self.answered_ns or now
             self.last_active_ns = now
             self.close_open_step(now)  # its last step is over: only the run span lingers
-            self.thread, self.task = threading.get_ident(), current_task()
+            self.thread, self.task = caller or caller_of_here()
+
+    def reopen(self) -> None:
+        """A lingering run's agent goes on (a LangGraph thread resumed after `interrupt`): it has
+        not answered yet after all."""
+        with self.lock:
+            self.answered_ns = None
+            self.last_active_ns = time.time_ns()
 
     def add_agent(self, agent: str) -> None:
         """An unnamed run takes the agent's name. A run already named (an entry point,
@@ -271,7 +286,7 @@ class RunInvocation(Invocation):
         """One transition with the run's lock held: `open_chat(self, request, hashes)` (chat.py)
         checks the budgets, records the tool results the request carries and opens the step."""
         with self.lock:
-            self.thread, self.task = threading.get_ident(), current_task()
+            self.thread, self.task = caller_of_here()
             return open_chat(self, request, hashes)
 
     def learn_messages(self, new: Iterable[tuple[str, Message]]) -> None:

@@ -65,6 +65,9 @@ explicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_
 implicit_run: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_implicit_run", default=None)
 # The execute_tool span currently running (explicit tools), so nested tool calls don't double-record.
 active_tool: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_active_tool", default=None)
+# The run a framework agent's code is running in, in this context (its own, or the program's run
+# it joined): an agent invocation starting there is a sub-agent (recorder/delegation.py).
+agent_running: contextvars.ContextVar[Any] = contextvars.ContextVar("agent_trace_agent_running", default=None)
 
 
 class ModelCall:

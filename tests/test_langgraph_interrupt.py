@@ -1,0 +1,112 @@
+"""A LangGraph graph interrupted for human input (`interrupt`) and resumed on the same checkpointed
+thread (`Command(resume=...)`, same `thread_id`) is one run while the interrupted run still
+lingers (frameworks/langchain.py, recorder/delegation.py `continue_run`); real langgraph, real
+ChatOpenAI against the scripted OpenAI server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.graph.message import add_messages  # noqa: E402
+from langgraph.types import Command, interrupt  # noqa: E402
+from opentelemetry.trace import StatusCode  # noqa: E402
+
+from otel_agent_trace.recorder.handler import installed_handler  # noqa: E402
+from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer  # noqa: E402
+
+SCRIPTS = {
+    "Refund order A1": [{"content": "Draft: refund $5.00 for order A1"}, {"content": "Refund of $5.00 issued"}],
+    "Refund order B2": [{"content": "Draft: refund $7.00 for order B2"}, {"content": "Refund of $7.00 issued"}],
+}
+
+
+class State(TypedDict):
+    messages: Annotated[list, add_messages]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer(SCRIPTS) as s:
+        yield s
+
+
+def approval_graph(base_url: str) -> Any:
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="test", max_retries=0)
+
+    def draft(state: State) -> dict:
+        return {"messages": [llm.invoke(state["messages"])]}
+
+    def approve(state: State) -> dict:
+        decision = interrupt("approve the refund?")
+        return {"messages": [("user", f"decision: {decision}")]}
+
+    def finish(state: State) -> dict:
+        return {"messages": [llm.invoke(state["messages"])]}
+
+    graph = StateGraph(State)
+    graph.add_node("draft", draft)
+    graph.add_node("approve", approve)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "approve")
+    graph.add_edge("approve", "finish")
+    graph.add_edge("finish", END)
+    return graph.compile(checkpointer=InMemorySaver(), name="refund_flow")
+
+
+def chats_per_step(traced: Any, run: Any) -> list[list[str]]:
+    return [[c.name for c in traced.children(step)] for step in traced.children(run)]
+
+
+def test_resumed_thread_continues_its_run(instrument, server, caplog):
+    traced = instrument()
+    graph = approval_graph(server.base_url)
+    config = {"configurable": {"thread_id": "t-1"}}
+    first = graph.invoke({"messages": [("user", "Refund order A1")]}, config)
+    assert "__interrupt__" in first
+    second = graph.invoke(Command(resume="approved"), config)
+    assert second["messages"][-1].content == "Refund of $5.00 issued"
+    [run] = traced.runs()
+    assert run.name == "invoke_agent refund_flow"
+    assert chats_per_step(traced, run) == [["chat gpt-4o-mini"], ["chat gpt-4o-mini"]]
+    assert run.status.status_code is not StatusCode.ERROR
+    # LangGraph's interrupt / resume lifecycle events reach our callback handler without a warning
+    assert not [r for r in caplog.records if "AgentTraceCallbackHandler" in r.getMessage()]
+
+
+def test_async_resume_continues_its_run_and_a_later_exception_fails_it(instrument, server):
+    traced = instrument()
+    graph = approval_graph(server.base_url)
+    config = {"configurable": {"thread_id": "t-2"}}
+
+    async def program() -> None:
+        await graph.ainvoke({"messages": [("user", "Refund order B2")]}, config)
+        await graph.ainvoke(Command(resume="approved"), config)
+
+    asyncio.run(program())
+    # the program then raises about the answer, uncaught: what `sys.excepthook` reports (exit_hooks.py)
+    installed_handler().implicit.crashed(threading.main_thread().ident, ValueError("refund not in the ledger"))
+    [run] = traced.runs()
+    assert len(traced.children(run)) == 2
+    assert run.status.status_code is StatusCode.ERROR
+
+
+def test_other_threads_and_fresh_input_are_runs_of_their_own(instrument, server):
+    """A resume continues only its own thread's lingering run; new input on the thread is a new run."""
+    traced = instrument()
+    graph = approval_graph(server.base_url)
+    a, b = {"configurable": {"thread_id": "t-a"}}, {"configurable": {"thread_id": "t-b"}}
+    graph.invoke({"messages": [("user", "Refund order A1")]}, a)
+    graph.invoke({"messages": [("user", "Refund order B2")]}, b)  # this thread moved on: run a ended
+    graph.invoke(Command(resume="approved"), b)
+    runs = traced.runs()
+    assert [len(traced.children(r)) for r in runs] == [1, 2]
