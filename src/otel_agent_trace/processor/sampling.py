@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otel_agent_trace import model
-from otel_agent_trace.processor.redaction import is_ours, with_attributes
+from otel_agent_trace.processor.redaction import is_ours, plain, with_attributes
 
 SAMPLING_RATIO = "agent_trace.sampling.ratio"
 _FAIL_PHASES = frozenset({model.Phase.ORIGIN.value, model.Phase.CRITICAL.value})
@@ -45,7 +45,7 @@ def _raw(span: ReadableSpan) -> tuple[Any, Any]:
     # the SDK's `attributes`/`events` properties wrap in a new MappingProxy/tuple per call
     # (~1 us each); read the stored values when the span is an SDK ReadableSpan
     try:
-        return span._attributes, span._events
+        return plain(span._attributes), span._events
     except AttributeError:
         return span.attributes, span.events
 
