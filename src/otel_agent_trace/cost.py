@@ -115,9 +115,10 @@ def cost_usd(model: str | None, provider: str | None, input_tokens: int | None, 
         rates = lookup(table, model) or lookup(table, bare)
         if rates is not None:
             return rates.cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
-    preload()
-    if not _loaded.wait(_WAIT_S) or _prices is None:
-        return None
+    if _prices is None:  # loaded once: afterwards no lock, no event wait per priced call
+        preload()
+        if not _loaded.wait(_WAIT_S) or _prices is None:
+            return None
     provider_id = _PROVIDERS.get(provider or "")
     key = (bare, provider_id)
     if key in _unpriced:

@@ -242,3 +242,47 @@ def test_forked_child_starts_empty():
     assert os.waitstatus_to_exitcode(status) == 0
     root.end()
     provider.shutdown()
+
+
+def test_kept_spans_are_redacted_on_their_way_out_and_dropped_traces_never():
+    """The sampler decides first; only the spans of kept traces are redacted, and every one that
+    reaches the exporter is: redacted, or scrubbed when redaction fails, never as it was."""
+    from otel_agent_trace.processor.redaction import REDACTION_COUNT
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    processor = AgentTraceSpanProcessor(next=SimpleSpanProcessor(exporter), redact=True, redact_key="k",
+                                        sample_ratio=0.5)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer(model.INSTRUMENTATION_SCOPE)
+    redactor = processor.redactor
+    real_span = redactor.span
+    seen: list = []
+    redactor.span = lambda span: (seen.append(span.context.trace_id), real_span(span))[1]
+    secret = "call me at 13812345678"
+    traces = []
+    for i in range(200):
+        with tracer.start_as_current_span("invoke_agent a") as root:
+            with tracer.start_as_current_span("agent_step 0") as step:
+                step.set_attribute("agent_trace.note", secret)
+                if i % 20 == 0:
+                    step.set_status(Status(StatusCode.ERROR, secret))
+        traces.append((root.get_span_context().trace_id, i % 20 == 0))
+    provider.force_flush()
+    spans = exporter.get_finished_spans()
+    kept = {t for t, failing in traces if failing or ratio_keeps(t, 0.5)}
+    assert {s.context.trace_id for s in spans} == kept and 0 < len(kept) < 200
+    assert sorted(seen) == sorted(s.context.trace_id for s in spans)  # each kept span once, no dropped one
+    for s in spans:
+        assert "13812345678" not in str(dict(s.attributes)) and "13812345678" not in (s.status.description or "")
+    notes = [s for s in spans if s.name == "agent_step 0"]
+    assert all(s.attributes["agent_trace.note"].startswith("call me at [") for s in notes)
+    assert all(s.attributes[REDACTION_COUNT] >= 1 and SAMPLING_RATIO in s.attributes for s in notes)
+    # redaction failing on the way out: the kept span goes on scrubbed of every string
+    redactor.span = lambda span: 1 / 0
+    with tracer.start_as_current_span("invoke_agent b") as root:
+        root.set_attribute("agent_trace.note", secret)
+        root.set_status(Status(StatusCode.ERROR, "failing, so kept"))
+    last = exporter.get_finished_spans()[-1]
+    assert last.name == "[REDACTED]" and last.attributes[REDACTION_COUNT] == -1
+    assert "agent_trace.note" not in last.attributes and last.attributes[SAMPLING_RATIO] == 1.0

@@ -106,12 +106,20 @@ def is_ours(span: ReadableSpan) -> bool:
     return scope is not None and scope.name == model.INSTRUMENTATION_SCOPE
 
 
+def plain(attrs: Any) -> Any:
+    """The dict inside a finished SDK span's `BoundedAttributes` (read-only use): `.get`, `.items()`
+    and `.values()` on the mapping itself run in Python (`collections.abc.Mapping`), ~0.2-0.5 us
+    each, on every span the processor reads. Anything else is returned as it is."""
+    inner = getattr(attrs, "_dict", None)
+    return inner if type(inner) is dict else attrs
+
+
 def with_attributes(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
     """`span` with attributes added (our own copies are changed in place)."""
     if isinstance(span, RedactedSpan) and isinstance(span._attributes, dict):
         span._attributes.update(extra)
         return span
-    attrs = dict(span.attributes or {})
+    attrs = dict((plain(span._attributes) if type(span) is ReadableSpan else span.attributes) or {})
     attrs.update(extra)
     if type(span) is ReadableSpan and span.dropped_attributes == 0:
         # the SDK's end-of-span snapshot: a shallow copy is 3x cheaper than a full rebuild
@@ -466,7 +474,7 @@ class Redactor:
 def _raw_parts(span: ReadableSpan) -> tuple[Any, Any, Any]:
     """A span's attributes, events and links as stored (an SDK span), else through its properties."""
     try:
-        return span._attributes, span._events, span._links
+        return plain(span._attributes), span._events, span._links
     except AttributeError:
         return span.attributes, span.events, span.links
 

@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otel_agent_trace import model
-from otel_agent_trace.processor.redaction import is_ours, with_attributes
+from otel_agent_trace.processor.redaction import is_ours, plain, with_attributes
 
 SAMPLING_RATIO = "agent_trace.sampling.ratio"
 _FAIL_PHASES = frozenset({model.Phase.ORIGIN.value, model.Phase.CRITICAL.value})
@@ -45,7 +45,7 @@ def _raw(span: ReadableSpan) -> tuple[Any, Any]:
     # the SDK's `attributes`/`events` properties wrap in a new MappingProxy/tuple per call
     # (~1 us each); read the stored values when the span is an SDK ReadableSpan
     try:
-        return span._attributes, span._events
+        return plain(span._attributes), span._events
     except AttributeError:
         return span.attributes, span.events
 
@@ -117,8 +117,12 @@ class TailSampler:
         decision_seconds: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         sweep: bool = True,
+        prepare: Callable[[ReadableSpan], ReadableSpan | None] | None = None,
     ) -> None:
         self._export = export
+        # applied to each kept span before it is stamped and exported (the processor's redaction:
+        # a dropped trace is never redacted); None from it drops the span
+        self._prepare = prepare
         self.ratio = float(ratio)
         self.max_spans = max(1, int(max_spans))
         self.max_bytes = max(1, int(max_bytes))
@@ -157,7 +161,7 @@ class TailSampler:
         local_root = parent is None or parent.is_remote
         attrs, events = _raw(span)
         failing = is_failing(span, attrs, events)
-        out: list[ReadableSpan] = []
+        out: list[tuple[ReadableSpan, float]] = []
         with self._lock:
             decided = self._decided.get(tid)
             if decided is not None and tid not in self._traces:
@@ -165,7 +169,7 @@ class TailSampler:
                 if decided or failing:
                     if not decided:
                         self.stats["late_failing_kept"] += 1
-                    out.append(self._mark(span, decided or 1.0))
+                    out.append((span, decided or 1.0))
                     self.stats["spans_kept"] += 1
                 else:
                     self.stats["spans_dropped"] += 1
@@ -189,11 +193,20 @@ class TailSampler:
                     self._overflow(out)
                 self.stats["max_buffered_spans"] = max(self.stats["max_buffered_spans"], self._spans)
                 self.stats["max_buffered_bytes"] = max(self.stats["max_buffered_bytes"], self._bytes)
-        for s in out:
-            self._export(s)
+        self._emit(out)
+
+    def _emit(self, out: list[tuple[ReadableSpan, float]]) -> None:
+        """Prepare, stamp and export kept spans: outside the lock."""
+        prepare = self._prepare
+        for span, weight in out:
+            if prepare is not None:
+                span = prepare(span)  # type: ignore[assignment]
+                if span is None:
+                    continue
+            self._export(self._mark(span, weight))
 
     # --- decisions (lock held) ----------------------------------------------------------------
-    def _decide(self, tid: int, out: list[ReadableSpan]) -> None:
+    def _decide(self, tid: int, out: list[tuple[ReadableSpan, float]]) -> None:
         trace = self._traces.pop(tid)
         self._spans -= len(trace.spans)
         self._bytes -= trace.size
@@ -206,8 +219,7 @@ class TailSampler:
         if keep:
             self.stats["traces_kept"] += 1
             self.stats["spans_kept"] += len(trace.spans)
-            for s in trace.spans:
-                out.append(self._mark(s, weight))
+            out.extend((s, weight) for s in trace.spans)
         else:
             self.stats["traces_dropped"] += 1
             self.stats["spans_dropped"] += len(trace.spans)
@@ -217,13 +229,13 @@ class TailSampler:
             return span
         return with_attributes(span, {SAMPLING_RATIO: weight})
 
-    def _overflow(self, out: list[ReadableSpan]) -> None:
+    def _overflow(self, out: list[tuple[ReadableSpan, float]]) -> None:
         # oldest first; known-failing traces are exported (kept), never dropped
         while self._traces and (self._spans > self.max_spans or self._bytes > self.max_bytes):
             self.stats["forced_flushes"] += 1
             self._decide(next(iter(self._traces)), out)
 
-    def _expire(self, now: float, out: list[ReadableSpan]) -> None:
+    def _expire(self, now: float, out: list[tuple[ReadableSpan, float]]) -> None:
         limit = now - self.decision_seconds
         while self._traces:
             tid, trace = next(iter(self._traces.items()))
@@ -235,20 +247,18 @@ class TailSampler:
     # --- flushing -----------------------------------------------------------------------------
     def flush(self) -> None:
         """Decide every pending trace now (force_flush, shutdown): nothing stays buffered."""
-        out: list[ReadableSpan] = []
+        out: list[tuple[ReadableSpan, float]] = []
         with self._lock:
             while self._traces:
                 self._decide(next(iter(self._traces)), out)
-        for s in out:
-            self._export(s)
+        self._emit(out)
 
     def sweep(self) -> None:
         """Decide traces older than `decision_seconds` (also run by a daemon thread)."""
-        out: list[ReadableSpan] = []
+        out: list[tuple[ReadableSpan, float]] = []
         with self._lock:
             self._expire(self._clock(), out)
-        for s in out:
-            self._export(s)
+        self._emit(out)
 
     def _start_sweeper(self) -> None:
         period = max(0.05, min(self.decision_seconds / 2, 5.0))

@@ -1,4 +1,10 @@
-"""`AgentTraceSpanProcessor`: redaction -> tail sampling -> the next processor (the exporters).
+"""`AgentTraceSpanProcessor`: tail sampling -> redaction of the kept spans -> the next processor
+(the exporters).
+
+The sampler decides on what redaction never changes (status, and the enum-valued phase and error
+type), so it runs first and buffers the finished spans in memory; each span of a kept trace is
+redacted on its way out, before it is stamped and handed to `next`, and a dropped trace is never
+redacted at all. Without a sampler (ratio 1), each span is redacted at its end.
 
 Fail-open for the host: nothing raised here reaches the program. Fail-closed for the data: if
 redaction of a span fails, the span goes on scrubbed of every string (`redaction.scrub_span`)
@@ -57,6 +63,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
                 max_spans=cfg.sampler_max_spans,
                 max_bytes=cfg.sampler_max_bytes,
                 decision_seconds=cfg.sampler_decision_seconds,
+                prepare=self._redacted if self.redactor is not None else None,
             )
         self._failed: set[str] = set()
         self._shut = False
@@ -87,23 +94,28 @@ class AgentTraceSpanProcessor(SpanProcessor):
             return
         if self._adopting is not None and self._adopted(span):
             return
-        if self.redactor is not None:
-            try:
-                span = self.redactor.span(span)
-            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
-                self._once("redaction (span exported scrubbed of its strings)")
-                try:
-                    span = scrub_span(span)
-                except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
-                    self._once("scrubbing (span dropped)")
-                    return
         if self.sampler is not None:
             try:
-                self.sampler.on_end(span)
+                self.sampler.on_end(span)  # kept spans come back through `_redacted`, then `_forward`
                 return
             except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
                 self._once("sampling (span exported unsampled)")
-        self._forward(span)
+        kept = self._redacted(span) if self.redactor is not None else span
+        if kept is not None:
+            self._forward(kept)
+
+    def _redacted(self, span: ReadableSpan) -> ReadableSpan | None:
+        """The span redacted; scrubbed of every string if redaction fails; None (dropped) if even
+        that fails. Never the span unredacted."""
+        try:
+            return self.redactor.span(span)  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
+            self._once("redaction (span exported scrubbed of its strings)")
+            try:
+                return scrub_span(span)
+            except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
+                self._once("scrubbing (span dropped)")
+                return None
 
     def _adopted(self, span: ReadableSpan) -> bool:
         """`coexist=adopt`: another instrumentation's chat span directly under one of ours records

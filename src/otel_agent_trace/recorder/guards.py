@@ -43,8 +43,7 @@ def mark_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
     """A new error appears in this step's decision or context. The step's error type is the first
     it made (as the analyzer keeps it); its events name every one."""
     if step.phase != Phase.ORIGIN.value:
-        step.span.set_attribute(LIFECYCLE_PHASE, Phase.ORIGIN.value)
-        step.span.set_attribute(ERROR_TYPE, error_type.value)
+        step.span.set_attributes({LIFECYCLE_PHASE: Phase.ORIGIN.value, ERROR_TYPE: error_type.value})
         step.phase = Phase.ORIGIN.value
     step.span.add_event(error_type.value, event or None)
 
