@@ -10,7 +10,7 @@ from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.lifecycle.context import received_once
 from otel_agent_trace.analyzer.lifecycle.state import START_ID, Lifecycle, mark
 from otel_agent_trace.analyzer.normalize import SUBAGENT_RUNS
-from otel_agent_trace.analyzer.normalize.evidence import listed_tools, mentioned
+from otel_agent_trace.analyzer.normalize.evidence import asks_for_lookup, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import GEN_AI_TOOL_NAME, ErrorType, semconv_messages
@@ -72,8 +72,31 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
         if first is not decider:
             reason += f"; the first step ({run.step_index_of(first)}) already went without one"
             decider = first
+        plan = _plan_before(run, first) if wrapped else None
+        if plan is not None:
+            decider = plan
+            reason += (f"; its plan (step {run.step_index_of(plan)}) asked for nothing from outside the task: "
+                       "the decision to answer from the model alone was made there")
     mark(life, decider, UNSUPPORTED_ANSWER, reason)
     life.state(decider.span_id).flags.add(PLAN_NAMED_TOOL if planned else SUSPICION)
+
+
+def _plan_before(run: Run, first: Span) -> Span | None:
+    """The plan that decided to answer from the model alone, if one did: the last planning call a
+    framework made beside its step spans (smolagents' facts-then-plan calls) before the first step,
+    when its text asks for nothing from outside the task (`asks_for_lookup`: no search, source,
+    page, ...). A plan that asked for a lookup the first step then skipped leaves the blame on
+    that step: it went against its own plan."""
+    from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
+
+    plans = [s for s in run.steps if s.parent_id == run.root.span_id and s.start_ns < first.start_ns]
+    if not plans:
+        return None
+    plan = max(plans, key=START_ID)
+    facts = facts_of(plan)
+    if facts is None or facts.role != LLM or not facts.output_text or asks_for_lookup(facts.output_text):
+        return None
+    return plan
 
 
 def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set[str]:

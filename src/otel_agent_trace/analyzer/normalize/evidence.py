@@ -35,6 +35,10 @@ never deep inside page content, where the same words are just text the tool foun
 * `timeout`, `not_found`, `http`, `connection`, `rate_limit` - as for results;
 * `exception`   - anything else.
 
+`asks_for_lookup(text)` -> the first words of a plan that ask for something from outside the task
+(search, look up, retrieve, consult a source, a web page, Wikipedia, a database, a paper), or None
+when the plan works only on what the task gives (parse, compute, reason).
+
 `listed_tools(prompt)` -> the tool (and team-member) names a prompt lists in the smolagents
 convention, one per line at the start of the line: `- name: description` (indented bullets such
 as a plan's `  - Reasoning:` are not listings). `mentioned(text, names)` -> those of `names` the
@@ -141,6 +145,21 @@ def mentioned(text: object, names: set[str]) -> set[str]:
         return set()
     # (a name not in the text at all needs no search for it as a word)
     return {n for n in names if n in text and re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
+
+
+# Words by which a plan asks for information the task does not hold (an act of looking something
+# up, or a place it would be found). A plan that names none works from the task and the model.
+_LOOKUP = re.compile(r"\b(?:search\w*|look(?:s|ing)?[ -]up|lookup|retriev\w*|research\w*|brows\w*|consult\w*|"
+                     r"locat\w*|download\w*|visit\w*|web|online|internet|wikipedia|databases?|sources?|"
+                     r"documentation|articles?|websites?|pages?|papers?|urls?)\b", re.IGNORECASE)
+
+
+def asks_for_lookup(text: object) -> str | None:
+    """The word by which a plan asks for something from outside the task, or None (see `_LOOKUP`)."""
+    if not isinstance(text, str):
+        return None
+    found = _LOOKUP.search(text)
+    return found.group(0) if found else None
 
 
 def _line_of(text: str, pos: int, limit: int = 120) -> str:
