@@ -23,6 +23,7 @@ import re
 from otel_agent_trace.analyzer.lifecycle import (DEGENERATE_VALUE, UNSUPPORTED_ANSWER, arguments_malformed, tool_error_type,
                                                  unseen_argument_values)
 from otel_agent_trace.analyzer.locate import Finding, tool_name
+from otel_agent_trace.analyzer.normalize.evidence import exception_kind
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.model import (
@@ -57,13 +58,15 @@ BUG_CLASS_OF_ERROR = {
 
 
 # A tool failure from outside the decision that made the call: the network or a service (a
-# timeout, an HTTP or connection error, a failed model call). The call was well-formed; what the
-# agent did next is what the failure asks about, so it is placed at the decision that read it
-# (docs/analyzer.md, Placement). Not one: a page that does not exist (HTTP 404: the call chose
-# the address), and a file the tool cannot read (the call chose the tool and the path; TRAIL
-# labels those at the call, as environment setup errors).
+# timeout, an HTTP or connection error, a failed model call), or a file format the tool refuses
+# (`UnsupportedFormatException`: the file is there, the tool states it cannot convert that kind).
+# The call was well-formed; what the agent did next is what the failure asks about, so it is
+# placed at the decision that read it (docs/analyzer.md, Placement). Not one: a page that does
+# not exist (HTTP 404: the call chose the address), and a file that is not there (the call chose
+# the path; TRAIL labels those at the call, as environment setup errors).
 _OUTSIDE_ERROR_TYPES = frozenset({ErrorType.TOOL_TIMEOUT.value, ErrorType.LLM_ERROR.value})
-_OUTSIDE_EXCEPTION = re.compile(r"(?i)(?:HTTP\w*Error|Connect\w*(?:Error|Exception|Timeout)|Timeout(?:Error|Exception)?)$")
+_OUTSIDE_EXCEPTION = re.compile(r"(?i)(?:HTTP\w*Error|Connect\w*(?:Error|Exception|Timeout)|Timeout(?:Error|Exception)?|"
+                                r"Unsupported\w*Format\w*(?:Error|Exception))$")
 _NOT_FOUND = re.compile(r"\b404\b|Not Found", re.IGNORECASE)
 
 
@@ -73,6 +76,16 @@ def failed_outside_the_call(error_type: str | None, exception_type: str | None, 
         return True
     return (error_type == ErrorType.TOOL_EXCEPTION.value and bool(exception_type)
             and bool(_OUTSIDE_EXCEPTION.search(exception_type)) and not _NOT_FOUND.search(message[:300]))
+
+
+def read_back(error_type: str | None, exception_type: str | None, message: str = "") -> bool:
+    """Whether an error is the model's own output that its framework could not parse or run
+    (`evidence.exception_kind` `format`: smolagents' `AgentParsingError`, a `SyntaxError` or an
+    `InterpreterError` in the code it wrote), which the framework reports back to the model as a
+    tool failure is: placed, like one, at the decision that wrote it and at the one that read the
+    error and had to write it again (docs/analyzer.md, Placement)."""
+    return (error_type == ErrorType.INVALID_ARGUMENTS.value and bool(exception_type)
+            and exception_kind(exception_type, message) == "format")
 
 
 def classify(finding: Finding) -> None:

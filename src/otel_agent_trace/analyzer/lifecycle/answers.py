@@ -74,19 +74,23 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
             decider = first
         plan = _plan_before(run, first) if wrapped else None
         if plan is not None:
-            decider = plan
-            reason += (f"; its plan (step {run.step_index_of(plan)}) asked for nothing from outside the task: "
-                       "the decision to answer from the model alone was made there")
+            word = asks_for_lookup(plan)
+            if word is None:
+                return  # its own plan works on what the task gives: going without a tool was the plan
+            reason += f"; its plan asked for a lookup ({word!r}) that no step made"
     mark(life, decider, UNSUPPORTED_ANSWER, reason)
     life.state(decider.span_id).flags.add(PLAN_NAMED_TOOL if planned else SUSPICION)
 
 
-def _plan_before(run: Run, first: Span) -> Span | None:
-    """The plan that decided to answer from the model alone, if one did: the last planning call a
-    framework made beside its step spans (smolagents' facts-then-plan calls) before the first step,
-    when its text asks for nothing from outside the task (`asks_for_lookup`: no search, source,
-    page, ...). A plan that asked for a lookup the first step then skipped leaves the blame on
-    that step: it went against its own plan."""
+def _plan_before(run: Run, first: Span) -> str | None:
+    """The text of the plan before the first step: the last planning call a framework made beside
+    its step spans (smolagents' facts-then-plan calls), None without one.
+
+    A plan that asks for no lookup (`asks_for_lookup`: no search, source, page, paper, ...; a
+    cipher, a logic puzzle, a table given in the task) shows the task needs nothing from outside:
+    answering from the model alone is then what the plan meant, not a suspicion. A plan that asked
+    for a lookup the steps then skipped keeps the suspicion at the first step: the run went
+    against its own plan."""
     from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
 
     plans = [s for s in run.steps if s.parent_id == run.root.span_id and s.start_ns < first.start_ns]
@@ -94,9 +98,9 @@ def _plan_before(run: Run, first: Span) -> Span | None:
         return None
     plan = max(plans, key=START_ID)
     facts = facts_of(plan)
-    if facts is None or facts.role != LLM or not facts.output_text or asks_for_lookup(facts.output_text):
+    if facts is None or facts.role != LLM or not facts.output_text:
         return None
-    return plan
+    return facts.output_text
 
 
 def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set[str]:

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from otel_agent_trace.analyzer.analysis import Analysis, Reduced, RunSummary
-from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR, failed_outside_the_call
+from otel_agent_trace.analyzer.classify import BUG_CLASS_OF_ERROR, failed_outside_the_call, read_back
 from otel_agent_trace.analyzer.graph import recovered_by
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, exception_text
 from otel_agent_trace.analyzer.locate import Finding, Hop, tool_name
@@ -134,14 +134,14 @@ def _error(f: Finding, span: Span) -> dict[str, Any]:
     reader = f.readers.get(span.span_id)
     bug_class = BUG_CLASS_OF_ERROR.get(error_type or "")
     exception_type = exception_text(span)[0].rsplit(".", 1)[-1] or None
-    outside = _outside(error_type, span)
+    outside, back = _outside(error_type, span), _read_back(error_type, span)
     return {**_ref(f.run, span), "agent": f.run.agent_of(span), "error_type": error_type,
             "derived": bool(st and st.derived),
             "reason": st.reason if st else "", "suspicion": bool(st and SUSPICION in st.flags),
             "bug_class": bug_class, "start_time_unix_nano": span.start_ns,
             "decision_span_id": _decision(f.run, span).span_id,
             "read_by_span_id": reader.span_id if reader is not None else None,
-            "located_at": located_at(f.run, span, bug_class, reader, outside),
+            "located_at": located_at(f.run, span, bug_class, reader, outside, back),
             "exception_type": exception_type}
 
 
@@ -149,6 +149,14 @@ def _outside(error_type: str | None, span: Span) -> bool:
     """Whether the error is a tool failure from outside the call (`classify.failed_outside_the_call`)."""
     exception_class, message = exception_text(span)
     return failed_outside_the_call(error_type, exception_class.rsplit(".", 1)[-1] or None, message)
+
+
+def _read_back(error_type: str | None, span: Span) -> bool:
+    """Whether the error is model output its framework reported back unparsed (`classify.read_back`)."""
+    if error_type is None:
+        return False
+    exception_class, message = exception_text(span)
+    return read_back(error_type, exception_class.rsplit(".", 1)[-1] or None, message)
 
 
 # What each occurrence of a folded `errors[]` entry keeps of its own (docs/analyzer.md, "Folding").
@@ -201,22 +209,26 @@ def _recovered(f: Finding) -> list[dict[str, Any]]:
                     "start_time_unix_nano": span.start_ns, "decision_span_id": _decision(run, span).span_id,
                     "recovered_by_span_id": by,
                     "read_by_span_id": reader.span_id if reader is not None else None,
-                    "located_at": located_at(run, span, bug_class, reader, _outside(error_type, span))})
+                    "located_at": located_at(run, span, bug_class, reader, _outside(error_type, span),
+                                             _read_back(error_type, span))})
     return out
 
 
-def located_at(run: Any, span: Span, bug_class: str | None, reader: Span | None, outside: bool = False) -> list[str]:
+def located_at(run: Any, span: Span, bug_class: str | None, reader: Span | None, outside: bool = False,
+               back: bool = False) -> list[str]:
     """Where the report locates an error, in reading order (docs/analyzer.md, "Placement"): the
-    decision that made or ran it; for a tool or environment failure (`bug_class` `tool`) also the
-    decision that read it, the first one that acted knowing of the failure. Both are facts of the
-    trace: the failure happened inside the first step and entered the second one's context. A
-    failure from outside the call (`outside`: a timeout, a service, a format the tool cannot
-    read; `classify.failed_outside_the_call`) that a later decision read is placed there only:
-    the call was well-formed, and the decision that read the failure is the one that had to act."""
+    decision that made or ran it; for a tool or environment failure (`bug_class` `tool`), and for
+    model output its framework could not parse or run and reported back (`back`,
+    `classify.read_back`), also the decision that read it, the first one that acted knowing of
+    the failure. Both are facts of the trace: the failure happened inside the first step and
+    entered the second one's context. A failure from outside the call (`outside`: a timeout, a
+    service, a format the tool refuses; `classify.failed_outside_the_call`) that a later decision
+    read is placed there only: the call was well-formed, and the decision that read the failure
+    is the one that had to act."""
     if bug_class == "tool" and reader is not None and outside:
         return [_enclosing_step(run, reader).span_id]
     places = [_decision(run, span).span_id]
-    if bug_class == "tool" and reader is not None:
+    if (bug_class == "tool" or back) and reader is not None:
         places.append(_enclosing_step(run, reader).span_id)
     return list(dict.fromkeys(places))
 
