@@ -221,6 +221,62 @@ def test_a_failure_outside_the_call_is_located_where_it_was_read(tmp_path):
         assert entry["located_at"] == ["00000000000000b1", "00000000000000b4"], (kind, entry)
 
 
+def test_a_refused_file_format_is_located_where_it_was_read(tmp_path):
+    """A format the tool refuses (`UnsupportedFormatException`: the file is there, the tool cannot
+    convert that kind) is placed at the step that read the refusal only; a file that is not there
+    keeps both places (the call chose the path)."""
+    def failing(kind: str, message: str) -> list[dict]:
+        return _agent([
+            span(T, "00000000000000b1", "00000000000000a1", "Step 1", 10, {OI: "CHAIN"}),
+            _llm("00000000000000b2", "00000000000000b1", 11, [("inspect_file_as_text", '{"file_path": "a.jsonld"}')]),
+            span(T, "00000000000000b3", "00000000000000b1", "TextInspectorTool", 12,
+                 {OI: "TOOL", "tool.name": "inspect_file_as_text", "input.value": '{"file_path": "a.jsonld"}'},
+                 status=2, events=[_exc(kind, message)]),
+            span(T, "00000000000000b4", "00000000000000a1", "Step 2", 20, {OI: "CHAIN"}),
+            _llm("00000000000000b5", "00000000000000b4", 21, [("final_answer", '{"answer": "42"}')]),
+        ])
+
+    [entry] = _report_run(tmp_path, failing(
+        "markitdown._exceptions.UnsupportedFormatException",
+        "Could not convert 'a.jsonld' to Markdown. The formats ['.jsonld'] are not supported."))["errors"]
+    assert entry["exception_type"] == "UnsupportedFormatException"
+    assert entry["decision_span_id"] == "00000000000000b1" and entry["located_at"] == ["00000000000000b4"]
+    [entry] = _report_run(tmp_path, failing(
+        "markitdown._exceptions.FileConversionException",
+        "Could not convert 'a.jsonld' to Markdown. FileNotFoundError: [Errno 2] No such file or directory"))["errors"]
+    assert entry["located_at"] == ["00000000000000b1", "00000000000000b4"]
+
+
+def test_model_code_the_framework_could_not_parse_is_located_at_it_and_its_reader(tmp_path):
+    """Code the framework could not parse or run as written is reported back to the model, as a
+    tool failure is: placed at the step that wrote it and at the next one, which read the error
+    and had to write it again. A tool called with arguments it does not take stays at the call."""
+    spans = _agent([
+        span(T, "00000000000000c1", "00000000000000a1", "Step 1", 10, {OI: "CHAIN"}, status=2, events=[_exc(
+            "smolagents.utils.AgentParsingError",
+            "Error in code parsing: Your code snippet is invalid, because the regex pattern ```(?:py|python)?\\n(.*?)"
+            "\\n``` was not found in it.")]),
+        _llm("00000000000000c2", "00000000000000c1", 11, content="Thought: I know the answer is 42."),
+        span(T, "00000000000000c3", "00000000000000a1", "Step 2", 20, {OI: "CHAIN"}),
+        _llm("00000000000000c4", "00000000000000c3", 21, [("final_answer", '{"answer": "42"}')]),
+    ])
+    [entry] = _report_run(tmp_path, spans)["errors"]
+    assert entry["error_type"] == "invalid_arguments" and entry["exception_type"] == "AgentParsingError"
+    assert entry["read_by_span_id"] == "00000000000000c4"
+    assert entry["located_at"] == ["00000000000000c1", "00000000000000c3"]
+    spans = _agent([
+        span(T, "00000000000000d1", "00000000000000a1", "Step 1", 10, {OI: "CHAIN"}),
+        _llm("00000000000000d2", "00000000000000d1", 11, [("page_down", '{"": ""}')]),
+        span(T, "00000000000000d3", "00000000000000d1", "PageDownTool", 12, {
+            OI: "TOOL", "tool.name": "page_down", "input.value": '{"args": [], "kwargs": {"": ""}}'}, status=2,
+            events=[_exc("TypeError", "PageDownTool.forward() got an unexpected keyword argument ''")]),
+        span(T, "00000000000000d4", "00000000000000a1", "Step 2", 20, {OI: "CHAIN"}),
+        _llm("00000000000000d5", "00000000000000d4", 21, [("final_answer", '{"answer": "42"}')]),
+    ])
+    [entry] = _report_run(tmp_path, spans)["errors"]
+    assert entry["error_type"] == "invalid_arguments" and entry["located_at"] == ["00000000000000d1"]
+
+
 def test_an_answer_without_tools_is_suspected_at_the_first_step_that_went_without(tmp_path):
     """No tool in the whole run, the plan naming none: the suspicion is the first step of the
     steps (the planning call beside them is not one of them), where going without tools began."""
@@ -301,7 +357,8 @@ def test_trailing_harness_llm_call_is_not_a_run(tmp_path):
 def _code_agent(extra: list[dict], nested: bool = False) -> list[dict]:
     spans = [
         span(T, "0000000000000010", None, "CodeAgent.run", 0, {OI: "AGENT"}),
-        _llm("0000000000000011", "0000000000000010", 1, content="1. Facts given in the task ..."),
+        # the plan asks for a lookup (a paper) and names no tool: answering without one is suspected
+        _llm("0000000000000011", "0000000000000010", 1, content="1. Facts given in the task ...\n2. Find the paper."),
         span(T, "0000000000000012", "0000000000000010", "Step 1", 10, {OI: "CHAIN"}),
         *extra,
         _llm("0000000000000013", "0000000000000012", 11, content="Code:\n```py\nfinal_answer('33149')\n```"),
@@ -358,8 +415,8 @@ def test_unsupported_answer_whose_plan_named_a_tool_is_proven(tmp_path):
 
 
 def test_unsupported_answer_whose_plan_named_no_tool_is_a_suspicion(tmp_path):
-    # the plan solves the cipher in place; "Reasoning" is listed only as an indented bullet
-    spans = _planned_agent("1. Reverse the text.\n2. Reasoning: the opposite of left is right.", TOOLS_PROMPT)
+    # the plan asks for a lookup but names no tool; "Reasoning" is listed only as an indented bullet
+    spans = _planned_agent("1. Look up the 2016 paper.\n2. Reasoning: read its table.", TOOLS_PROMPT)
     (finding,) = _analyze(tmp_path, spans).findings
     life = finding.lifecycle
     (sid,) = [s.span_id for s in finding.errors]
@@ -368,6 +425,21 @@ def test_unsupported_answer_whose_plan_named_no_tool_is_a_suspicion(tmp_path):
     from otel_agent_trace.analyzer.report.json_report import _error
 
     assert _error(finding, finding.errors[0])["suspicion"] is True  # a field of the JSON report
+
+
+def test_an_answer_without_tools_is_no_suspicion_when_the_plan_asks_for_no_lookup(tmp_path):
+    """A plan that works only on what the task gives (it solves the cipher in place: no search,
+    source, page or paper) shows the task needs no tool: answering from the model alone is what
+    the plan meant, and no step is suspected. The same run whose plan asks for a lookup is."""
+    cipher = _planned_agent("1. Reverse the text.\n2. Reasoning: the opposite of left is right.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, cipher).findings
+    assert finding.errors == [] and not finding.failed
+    run = _report_run(tmp_path, cipher)
+    assert run["status"] == "ok" and run["errors"] == []
+    lookup = _planned_agent("1. Reverse the text.\n2. Check the answer on the web.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, lookup).findings
+    [entry] = _report_run(tmp_path, lookup)["errors"]
+    assert entry["suspicion"] is True and "its plan asked for a lookup ('web') that no step made" in entry["reason"]
 
 
 def test_a_proven_error_is_no_suspicion_in_the_json_report(tmp_path):

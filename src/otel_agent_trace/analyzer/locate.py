@@ -236,7 +236,8 @@ def reader_of(run: Run, graph: Graph, span: Span, life: Lifecycle | None = None)
                if rel == Relation.CONSUMES.value and src in step_ids]
     if readers:
         return min(readers, key=lambda s: (s.start_ns, s.span_id))
-    later = [s for s in steps if s.start_ns >= span.end_ns]
+    # (a framework's step span that failed holds the model call that wrote what failed: not its reader)
+    later = [s for s in steps if s.start_ns >= span.end_ns and s.parent_id != span.span_id]
     return later[0] if later else None
 
 
