@@ -23,6 +23,9 @@ INSTRUMENTATION_SCOPE = "otel_agent_trace"
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
 RUN_AGENTS = "agent_trace.run.agents"  # framework agents that ran as the body of an entry point / agent_run
+# the trace id (32 hex) of the run this run resumes (a LangGraph thread resumed after `interrupt`, once
+# the interrupted run had ended); the run span also links to that run's span, relation `resumes`
+RUN_RESUMES = "agent_trace.run.resumes"
 # a run span ended early because its tracer provider shut down (value: "provider_shutdown")
 RUN_ENDED_BY = "agent_trace.run.ended_by"
 # the `run_outcome` span: an exception that failed a run after a flush had already exported it;
@@ -152,6 +155,9 @@ class Relation(str, enum.Enum):
     RESOURCE = "resource"
     RETRY_OF = "retry_of"
     DELEGATED_TO = "delegated_to"  # a sub-agent's run -> the step or tool that delegated to it
+    # a resumed run -> the run it resumes, in another trace (a link only: no `depends_on` mirror,
+    # which holds span ids of the same trace; `agent_trace.run.resumes` holds the trace id)
+    RESUMES = "resumes"
 
 
 STRONG_RELATIONS = frozenset({Relation.DECIDED_BY.value, Relation.DATA.value, Relation.RESOURCE.value})
