@@ -73,6 +73,44 @@ import refund_app, support_agent
 refund_app.handle_ticket(support_agent.TICKETS[1])   # raises MissingRefundAmount after the crew answered
 """
 
+DESK_APP = """
+import support_agent
+from support_agent import _call
+from crewai import Agent, Crew, LLM, Task
+from refund_app import calculate_refund, lookup_order, server
+
+TRIAGE = "Triage the ticket: "
+server.scripts[TRIAGE + support_agent.TICKETS[1]] = [
+    {"tool_calls": [_call("delegate_work_to_coworker", task="Please process a refund for order A10O2",
+                          context="a customer's refund ticket", coworker="support")]},
+    {"content": "Support found nothing to refund yet."}]
+
+
+def handle_ticket(ticket):
+    llm = LLM(model="gpt-4o-mini", base_url=server.base_url, api_key="test", max_retries=0)
+    support = Agent(role="support", goal="Answer refund tickets", backstory=support_agent.SYSTEM,
+                    tools=[lookup_order, calculate_refund], llm=llm)
+    triage = Agent(role="triage", goal="Route tickets", backstory="You hand tickets to the right coworker.",
+                   llm=llm, allow_delegation=True)
+    task = Task(description=TRIAGE + "{ticket}", expected_output="the reply to the customer", agent=triage)
+    crew = Crew(agents=[triage, support], tasks=[task], name="desk")
+    return support_agent.check_reply(ticket, crew.kickoff(inputs={"ticket": ticket}).raw)
+
+
+handle_ticket(support_agent.TICKETS[1])
+"""
+
+SOLO = """
+import refund_app, support_agent
+from crewai import Agent, LLM
+
+llm = LLM(model="gpt-4o-mini", base_url=refund_app.server.base_url, api_key="test", max_retries=0)
+agent = Agent(role="support", goal="Answer refund tickets", backstory=support_agent.SYSTEM,
+              tools=[refund_app.lookup_order, refund_app.calculate_refund], llm=llm)
+print(agent.kickoff(support_agent.TICKETS[0]).raw)
+support_agent.check_reply(support_agent.TICKETS[1], agent.kickoff(support_agent.TICKETS[1]).raw)
+"""
+
 HALF = 50
 CROWD = f"""
 import asyncio
@@ -142,6 +180,42 @@ def test_one_failed_run_with_the_origin_at_the_empty_lookup(tmp_path, crewai_pyt
     assert "MissingRefundAmount" in run["critical"]["description"]
     assert (run["origin"]["tool"], run["origin"]["error_type"]) == ("lookup_order", "tool_empty_result"), run
     assert run["bug_class"] == "tool"
+
+
+def test_delegation_to_a_coworker_is_a_sub_run_under_its_tool(tmp_path, crewai_python):
+    """crewai's "Delegate work to coworker": the coworker's task is a sub-agent's run nested under
+    the delegating tool span, linked `delegated_to`; the crew's run fails with the program's
+    exception and the analyzer follows the failure into the sub-agent, to its empty lookup."""
+    (tmp_path / "refund_app.py").write_text(REFUND_APP)
+    proc, traces = run_instrumented(DESK_APP, tmp_path, python=crewai_python, CREWAI_DISABLE_TELEMETRY="true")
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-3000:]
+    ours = _ours(traces)
+    by_id = {s["spanId"]: s for s in ours}
+    desk, support = sorted((s for s in ours if s["name"].startswith("invoke_agent")),
+                           key=lambda s: int(s["startTimeUnixNano"]))
+    assert (desk["name"], support["name"]) == ("invoke_agent desk", "invoke_agent support")
+    assert attributes(desk)["agent_trace.run.agents"] == {"values": [{"stringValue": "triage"}]}
+    delegate = by_id[support["parentSpanId"]]
+    assert delegate["name"] == "execute_tool delegate_work_to_coworker"
+    assert attributes(support)["agent_trace.depends_on.relations"] == {"values": [{"stringValue": "delegated_to"}]}
+    lookup = [s for s in ours if s["name"] == "execute_tool lookup_order"]
+    assert [by_id[by_id[s["parentSpanId"]]["parentSpanId"]]["name"] for s in lookup] == ["invoke_agent support"]
+    runs = {r["run_span_id"]: r for r in analyze(traces)["runs"]}
+    failed = runs[desk["spanId"]]
+    assert failed["status"] == "failed" and "MissingRefundAmount" in failed["critical"]["description"]
+    assert (failed["origin"]["tool"], failed["origin"]["agent"]) == ("lookup_order", "support"), failed
+    assert failed["origin"]["span_id"] == lookup[0]["spanId"]
+
+
+def test_agent_kickoff_without_a_crew_is_a_run_named_after_its_role(tmp_path, crewai_python):
+    """`Agent.kickoff(messages)`: one run per kickoff, named after the role; the program's
+    exception about the second answer fails the second, its origin the empty lookup."""
+    (tmp_path / "refund_app.py").write_text(REFUND_APP)
+    proc, traces = run_instrumented(SOLO, tmp_path, python=crewai_python, CREWAI_DISABLE_TELEMETRY="true")
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-3000:]
+    runs = sorted(analyze(traces)["runs"], key=lambda r: r["status"])
+    assert [(r["agent"], r["status"], r["steps"]) for r in runs] == [("support", "failed", 3), ("support", "ok", 3)]
+    assert (runs[0]["origin"]["tool"], runs[0]["origin"]["error_type"]) == ("lookup_order", "tool_empty_result")
 
 
 def _children(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
