@@ -236,7 +236,8 @@ def test_hundred_concurrent_kickoffs_never_mix(tmp_path, crewai_python):
     tokens: dict[str, set[int]] = defaultdict(set)
     orders = []
     for run in runs:
-        assert attributes(run)["gen_ai.agent.name"] == "refunds"
+        assert attributes(run)["gen_ai.agent.name"] == "refunds"  # the agent's task in it, sync or async:
+        assert attributes(run)["agent_trace.run.agents"] == {"values": [{"stringValue": "support"}]}
         steps = children[run["spanId"]]
         assert [s["name"] for s in steps] == [f"agent_step {i}" for i in range(3)]
         inside = [c for s in steps for c in children[s["spanId"]]]
