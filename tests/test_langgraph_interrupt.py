@@ -138,6 +138,26 @@ def test_resume_after_the_run_ended_links_the_interrupted_run(instrument, server
         assert not run.links and RUN_RESUMES not in run.attributes
 
 
+def test_resume_in_another_program_run_links_the_earlier_one(instrument, server):
+    """Interrupted inside one `agent_run`, resumed inside another: the second program run links
+    the first; both invocations inside one program run stay that one run, unlinked."""
+    from otel_agent_trace import agent_run
+
+    traced = instrument()
+    graph = approval_graph(server.base_url)
+    config = {"configurable": {"thread_id": "t-p"}}
+    with agent_run("draft_ticket"):
+        graph.invoke({"messages": [("user", "Refund order A1")]}, config)
+    with agent_run("approve_ticket"):
+        graph.invoke(Command(resume="approved"), config)
+    with agent_run("whole_ticket"):
+        graph.invoke({"messages": [("user", "Refund order B2")]}, {"configurable": {"thread_id": "t-q"}})
+        graph.invoke(Command(resume="approved"), {"configurable": {"thread_id": "t-q"}})
+    drafted, approved, whole = traced.runs()
+    assert [link.context.span_id for link in approved.links] == [drafted.context.span_id]
+    assert not drafted.links and not whole.links and len(traced.children(whole)) == 2
+
+
 def test_resume_under_another_checkpointer_is_not_linked(instrument, server):
     """The same thread id on another graph's checkpointer is another thread."""
     traced = instrument()
