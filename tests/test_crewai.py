@@ -111,6 +111,24 @@ print(agent.kickoff(support_agent.TICKETS[0]).raw)
 support_agent.check_reply(support_agent.TICKETS[1], agent.kickoff(support_agent.TICKETS[1]).raw)
 """
 
+REACT = """
+import json, refund_app, support_agent
+from crewai import Agent, Crew, LLM, Task
+
+def act(tool, **arguments):
+    return {"content": f"Thought: I need it.\\nAction: {tool}\\nAction Input: {json.dumps(arguments)}"}
+
+refund_app.server.scripts["*"] = [  # (an o1 model gets no system message: the first user message is crewai's)
+    act("lookup_order", order_id="A10O2"), act("calculate_refund", order_id="A10O2", items=[]),
+    {"content": "Thought: I know it.\\nFinal Answer: nothing to refund yet."}]
+llm = LLM(model="o1-mini", base_url=refund_app.server.base_url, api_key="test", max_retries=0)
+assert not llm.supports_function_calling()  # crewai falls back to text tool calls
+agent = Agent(role="support", goal="Answer refund tickets", backstory=support_agent.SYSTEM,
+              tools=[refund_app.lookup_order, refund_app.calculate_refund], llm=llm)
+task = Task(description=support_agent.TICKETS[1], expected_output="the reply to the customer", agent=agent)
+support_agent.check_reply(support_agent.TICKETS[1], Crew(agents=[agent], tasks=[task], name="refunds").kickoff().raw)
+"""
+
 HALF = 50
 CROWD = f"""
 import asyncio
@@ -216,6 +234,26 @@ def test_agent_kickoff_without_a_crew_is_a_run_named_after_its_role(tmp_path, cr
     runs = sorted(analyze(traces)["runs"], key=lambda r: r["status"])
     assert [(r["agent"], r["status"], r["steps"]) for r in runs] == [("support", "failed", 3), ("support", "ok", 3)]
     assert (runs[0]["origin"]["tool"], runs[0]["origin"]["error_type"]) == ("lookup_order", "tool_empty_result")
+
+
+def test_text_tool_calls_are_tool_spans_too(tmp_path, crewai_python):
+    """A model without function calling (crewai's ReAct text: `Action:` / `Action Input:`): each
+    tool still runs inside its span (`CrewStructuredTool.invoke`), without a call id, in the step
+    whose answer asked for it; the run fails, its origin the empty lookup."""
+    (tmp_path / "refund_app.py").write_text(REFUND_APP)
+    proc, traces = run_instrumented(REACT, tmp_path, python=crewai_python, CREWAI_DISABLE_TELEMETRY="true")
+    assert proc.returncode == 1 and "MissingRefundAmount" in proc.stderr, proc.stderr[-3000:]
+    ours = _ours(traces)
+    steps = sorted((s for s in ours if s["name"].startswith("agent_step")), key=lambda s: int(s["startTimeUnixNano"]))
+    tools = sorted((s for s in ours if s["name"].startswith("execute_tool")), key=lambda s: int(s["startTimeUnixNano"]))
+    assert [(s["name"], s["parentSpanId"]) for s in tools] == [
+        ("execute_tool lookup_order", steps[0]["spanId"]), ("execute_tool calculate_refund", steps[1]["spanId"])]
+    assert [attributes(s)["agent_trace.tool.source"] for s in tools] == ["explicit", "explicit"]
+    assert json.loads(attributes(tools[0])["gen_ai.tool.call.arguments"]) == {"order_id": "A10O2"}
+    assert attributes(tools[0])["gen_ai.tool.call.result"] == "[]"
+    [run] = analyze(traces)["runs"]
+    assert run["status"] == "failed" and run["steps"] == 3
+    assert (run["origin"]["tool"], run["origin"]["error_type"]) == ("lookup_order", "tool_empty_result"), run
 
 
 def _children(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
