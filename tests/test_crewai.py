@@ -16,6 +16,7 @@ elsewhere (offline, its exporter's retries at exit cost ~10 s)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -127,6 +128,19 @@ agent = Agent(role="support", goal="Answer refund tickets", backstory=support_ag
               tools=[refund_app.lookup_order, refund_app.calculate_refund], llm=llm)
 task = Task(description=support_agent.TICKETS[1], expected_output="the reply to the customer", agent=agent)
 support_agent.check_reply(support_agent.TICKETS[1], Crew(agents=[agent], tasks=[task], name="refunds").kickoff().raw)
+"""
+
+FAULTS = """
+import asyncio, refund_app, support_agent
+import otel_agent_trace.frameworks.crewai as ours
+
+def boom(*args, **kwargs):
+    raise RuntimeError("injected failure inside otel-agent-trace")
+
+ours.open_agent_run = ours.open_member_run = ours._tool_name = boom  # every kickoff, task and tool of ours
+for _ in range(2):
+    print("REPLY", refund_app.answer(support_agent.TICKETS[0]))
+    print("ASYNC", asyncio.run(refund_app.crew().akickoff(inputs={"ticket": support_agent.TICKETS[0]})).raw)
 """
 
 HALF = 50
@@ -254,6 +268,18 @@ def test_text_tool_calls_are_tool_spans_too(tmp_path, crewai_python):
     [run] = analyze(traces)["runs"]
     assert run["status"] == "failed" and run["steps"] == 3
     assert (run["origin"]["tool"], run["origin"]["error_type"]) == ("lookup_order", "tool_empty_result"), run
+
+
+def test_a_fault_in_our_crewai_code_leaves_the_crew_unchanged(tmp_path, crewai_python):
+    """Fail-open: our run, task and tool code raising on every call; each kickoff, sync and async,
+    answers exactly as without us, and each fault is logged once."""
+    (tmp_path / "refund_app.py").write_text(REFUND_APP)
+    proc, traces = run_instrumented(FAULTS, tmp_path, python=crewai_python, CREWAI_DISABLE_TELEMETRY="true")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reply = "Your refund for order A1001 is $25.00; it will reach your card in 3-5 days."
+    assert proc.stdout.splitlines() == [f"REPLY {reply}", f"ASYNC {reply}"] * 2
+    logged = re.findall(r"instrumentation error in (crewai\S*)", proc.stderr)
+    assert sorted(logged) == ["crewai.kickoff", "crewai.task", "crewai.tool.begin"], proc.stderr[-3000:]  # once each
 
 
 def _children(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
