@@ -7,8 +7,10 @@ The small refund crew (one agent, `support`, on one task; crew `refunds`): `look
 `MissingRefundAmount` when it checks the reply, after the crew answered. With and without an
 entry point around the kickoff and the check: exactly one run, `failed` with the program's
 exception, the empty lookup named as origin, every step and tool in it (tool spans explicit,
-matched to the model's call ids). Then a hundred concurrent kickoffs (50 `kickoff` from 8
-threads while 50 `akickoff` tasks run) never mix steps, tools or tokens. crewai's own telemetry
+matched to the model's call ids). Delegation to a coworker is a sub-run under its tool span; an
+agent's kickoff without a crew is a run; text (ReAct) tool calls are tool spans; a fault in our
+code changes no answer. A hundred concurrent kickoffs (50 `kickoff` from 8 threads while 50
+`akickoff` tasks run, ~14 s in one process) never mix steps, tools or tokens. crewai's own telemetry
 is left on in one case (it exports to crewai's endpoint with a provider of its own: nothing of it
 reaches our file, nothing of ours changes) and turned off with `CREWAI_DISABLE_TELEMETRY=true`
 elsewhere (offline, its exporter's retries at exit cost ~10 s)."""
