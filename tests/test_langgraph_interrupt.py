@@ -23,7 +23,7 @@ from langgraph.graph.message import add_messages  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 from opentelemetry.trace import StatusCode, format_trace_id  # noqa: E402
 
-from otel_agent_trace.model import LINK_RELATION, RUN_RESUMES  # noqa: E402
+from otel_agent_trace.semconv import LINK_RELATION, RUN_RESUMES
 from otel_agent_trace.recorder.handler import installed_handler  # noqa: E402
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 from stacks.zero_code import BIN, analyze, run_instrumented  # noqa: E402

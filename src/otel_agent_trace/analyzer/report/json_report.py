@@ -15,7 +15,8 @@ from otel_agent_trace.analyzer.metrics import combine as combine_metrics
 from otel_agent_trace.analyzer.metrics import recorded_cost, run_metrics
 from otel_agent_trace.analyzer.report.fleet import span_kind
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import LINK_RELATION, RUN_RESUMES, Relation
+from otel_agent_trace.semconv import LINK_RELATION, RUN_RESUMES
+from otel_agent_trace.vocabulary import Relation
 
 
 def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
