@@ -38,6 +38,7 @@ from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.processor import install
+from otel_agent_trace.semconv import GEN_AI_INPUT_MESSAGES, GEN_AI_OPERATION_NAME, STEP_INDEX
 
 MESSAGE = "The customer asked about the refund of order A-{n}; the tool returned the order and its items. " * 3
 DISTINCT = 5000  # distinct message texts (agents repeat their contexts; the redaction cache holds them)
@@ -88,10 +89,10 @@ def run(runs: int, rate: float, path: str, max_spans: int, max_bytes: int, queue
             ahead = n / rate - (time.perf_counter() - t0)
             if ahead > 0.001:
                 time.sleep(ahead)
-        root = tracer.start_span("invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent"})
+        root = tracer.start_span("invoke_agent support", attributes={GEN_AI_OPERATION_NAME: "invoke_agent"})
         ctx = set_span_in_context(root)
-        with tracer.start_as_current_span("agent_step 0", context=ctx, attributes={"agent_trace.step.index": 0}):
-            with tracer.start_as_current_span("chat gpt-x", attributes={"gen_ai.input.messages": MESSAGE.format(n=n % DISTINCT)}):
+        with tracer.start_as_current_span("agent_step 0", context=ctx, attributes={STEP_INDEX: 0}):
+            with tracer.start_as_current_span("chat gpt-x", attributes={GEN_AI_INPUT_MESSAGES: MESSAGE.format(n=n % DISTINCT)}):
                 pass
             with tracer.start_as_current_span("execute_tool lookup_order") as tool:
                 if n % 100 == 7:

@@ -25,7 +25,7 @@ import json
 import random
 import sys
 
-from otel_agent_trace.processor import detectors
+from otel_agent_trace.processor import pii_detectors
 
 TEMPLATES = ["My SSN is {}.", "{\"ssn\": \"{}\"}", "ssn={}", "({})", "Social security number: {}, thanks",
              "客户的号码是{}。", "{}"]

@@ -14,8 +14,9 @@ import re
 import statistics
 import time
 
-from otel_agent_trace.processor import detectors
+from otel_agent_trace.processor import pii_detectors
 from otel_agent_trace.processor.redaction import Redactor
+from otel_agent_trace.semconv import GEN_AI_INPUT_MESSAGES
 
 NAIVE = [re.compile(p) for p in (
     r"(?<!\d)(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)|\+\d{1,3}[ -]?\(?\d{1,4}\)?(?:[ -]?\d{2,4}){2,4}",
@@ -77,7 +78,7 @@ def main() -> None:
     rnd = random.Random(42)
     texts = [context(rnd) for _ in range(args.runs)]  # all distinct: "new text" every run
     rows = [("naive re, 6 patterns (baseline)", median_ms(naive, texts))]
-    rows.append(("detectors, pure re", median_ms(detectors.find_all, texts)))
+    rows.append(("detectors, pure re", median_ms(pii_detectors.find_all, texts)))
     fast = None
     try:
         from otel_agent_trace.processor.fast_scan import FastScanner
@@ -90,7 +91,7 @@ def main() -> None:
     rows.append(("Redactor.text (scan + pseudonyms), new text", median_ms(lambda t: red.text(t + "\n"), texts)))
     # non-ASCII text: Chinese prose around the same JSON, numbers and PII (8192 characters)
     cjk = [context(rnd, words=WORDS_CJK) for _ in range(args.runs)]
-    rows.append(("non-ASCII text: detectors, pure re", median_ms(detectors.find_all, cjk)))
+    rows.append(("non-ASCII text: detectors, pure re", median_ms(pii_detectors.find_all, cjk)))
     if fast is not None:
         rows.append(("non-ASCII text: detectors, hyperscan front end", median_ms(fast, cjk)))
     red = Redactor(key="bench")
@@ -105,7 +106,7 @@ def main() -> None:
             messages.append({"role": "tool" if step % 2 else "user", "content": context(rnd, 330)})
             attr = json.dumps(messages)
             t0 = time.perf_counter()
-            red.value("gen_ai.input.messages", attr)
+            red.value(GEN_AI_INPUT_MESSAGES, attr)
             step_times.append((len(attr), time.perf_counter() - t0))
     late = [t for size, t in step_times if size >= 7000]
     rows.append((f"per step, ~8 KB JSON context, cached ({len(late)} steps)", statistics.median(late) * 1e3))

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import (
 )
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
-from otel_agent_trace import model
+from otel_agent_trace import semconv
 from otel_agent_trace.processor.redaction import Redactor
 from otel_agent_trace.processor.sampling import TailSampler
 
@@ -38,15 +38,15 @@ def build(traces: int, seed: int = 1) -> list[ReadableSpan]:
         children = []
         for name, phase in (("execute_tool query_orders", "origin" if failing else None),
                             ("execute_tool query_refunds", None), ("chat gpt-x", None), ("agent_step 0", None)):
-            attrs = {model.GEN_AI_OPERATION_NAME: name.split()[0], model.STEP_INDEX: 0,
-                     model.GEN_AI_USAGE_INPUT_TOKENS: 1200, model.CONTEXT_HASH: "ab" * 32}
+            attrs = {semconv.GEN_AI_OPERATION_NAME: name.split()[0], semconv.STEP_INDEX: 0,
+                     semconv.GEN_AI_USAGE_INPUT_TOKENS: 1200, semconv.CONTEXT_HASH: "ab" * 32}
             if phase:
-                attrs[model.LIFECYCLE_PHASE] = phase
+                attrs[semconv.LIFECYCLE_PHASE] = phase
             ctx = SpanContext(tid, rnd.getrandbits(64) or 1, False, TraceFlags(1))
             children.append(ReadableSpan(name=name, context=ctx, parent=root_ctx, resource=resource,
                                          attributes=attrs, start_time=1, end_time=2))
         root = ReadableSpan(name="invoke_agent support", context=root_ctx, parent=None, resource=resource,
-                            attributes={model.GEN_AI_OPERATION_NAME: "invoke_agent"},
+                            attributes={semconv.GEN_AI_OPERATION_NAME: "invoke_agent"},
                             status=Status(StatusCode.ERROR) if failing else Status(StatusCode.UNSET),
                             start_time=0, end_time=3)
         spans.extend(children)

@@ -30,6 +30,15 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+from otel_agent_trace.semconv import (
+    CONTEXT_MESSAGE_HASHES,
+    CONTEXT_NEW_MESSAGES,
+    CONTEXT_SHARED_PREFIX,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_TOOL_CALL_RESULT,
+    OUTPUT_MESSAGE_HASH,
+    STEP_INDEX,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _agent_loop as loop  # noqa: E402
@@ -37,14 +46,7 @@ import _agent_loop as loop  # noqa: E402
 SCRIPT = Path(__file__).resolve()
 GOAL_RATIO = 8.0  # issue 31 (issue 3: 5): ours at most 1/8 of the official's bytes at 50 steps
 
-MESSAGE_HASHES = "agent_trace.context.message_hashes"
-SHARED_PREFIX = "agent_trace.context.shared_prefix"  # hashes shared with the previous step, not repeated
-NEW_MESSAGES = "agent_trace.context.new_messages"
-STEP_INDEX = "agent_trace.step.index"
-OUTPUT_HASH = "agent_trace.output.message_hash"
-OUTPUT_MESSAGES = "gen_ai.output.messages"
-TOOL_RESULT = "gen_ai.tool.call.result"
-CONTENT_FROM = "content_from"  # an item of new_messages whose content is that span's TOOL_RESULT
+CONTENT_FROM = "content_from"  # an item of new_messages whose content is that span's GEN_AI_TOOL_CALL_RESULT
 
 
 # --- reading OTLP JSON Lines (stdlib only) ------------------------------------------------------
@@ -91,25 +93,25 @@ def reconstruct_contexts(spans: Iterable[dict[str, Any]]) -> dict[str, list[list
     Candidate for the analyzer (replay needs exactly this); kept here, dependency-free, for now.
     """
     spans = list(spans)
-    results = {span["spanId"]: span["attributes"][TOOL_RESULT] for span in spans if TOOL_RESULT in span["attributes"]}
+    results = {span["spanId"]: span["attributes"][GEN_AI_TOOL_CALL_RESULT] for span in spans if GEN_AI_TOOL_CALL_RESULT in span["attributes"]}
     store: dict[str, dict[str, Any]] = {}
     steps: dict[str, list[tuple[int, list[str]]]] = {}
     for span in spans:
         attrs = span["attributes"]
-        if NEW_MESSAGES in attrs:
-            for item in json.loads(attrs[NEW_MESSAGES]):
+        if CONTEXT_NEW_MESSAGES in attrs:
+            for item in json.loads(attrs[CONTEXT_NEW_MESSAGES]):
                 message = item["message"]
                 if CONTENT_FROM in item:  # a tool result its execute_tool span holds: not written twice
                     message = {"role": message["role"], "content": results[item[CONTENT_FROM]],
                                **{k: v for k, v in message.items() if k != "role"}}
                 store.setdefault(item["hash"], message)
-        if OUTPUT_HASH in attrs and OUTPUT_MESSAGES in attrs:
-            outputs = json.loads(attrs[OUTPUT_MESSAGES])
+        if OUTPUT_MESSAGE_HASH in attrs and GEN_AI_OUTPUT_MESSAGES in attrs:
+            outputs = json.loads(attrs[GEN_AI_OUTPUT_MESSAGES])
             if outputs:
-                store.setdefault(attrs[OUTPUT_HASH], semconv_to_canonical(outputs[0]))
-        if MESSAGE_HASHES in attrs and STEP_INDEX in attrs:
-            steps.setdefault(span["traceId"], []).append((attrs[STEP_INDEX], list(attrs[MESSAGE_HASHES]),
-                                                          attrs.get(SHARED_PREFIX, 0)))
+                store.setdefault(attrs[OUTPUT_MESSAGE_HASH], semconv_to_canonical(outputs[0]))
+        if CONTEXT_MESSAGE_HASHES in attrs and STEP_INDEX in attrs:
+            steps.setdefault(span["traceId"], []).append((attrs[STEP_INDEX], list(attrs[CONTEXT_MESSAGE_HASHES]),
+                                                          attrs.get(CONTEXT_SHARED_PREFIX, 0)))
     contexts: dict[str, list[list[dict[str, Any]]]] = {}
     for trace_id, entries in steps.items():
         out = []
@@ -177,8 +179,8 @@ def verify_reconstruction(trace_file: str, requests: list[dict[str, Any]]) -> in
     assert len(contexts) == 1, f"expected one run, got {len(contexts)} traces"
     (steps,) = contexts.values()
     assert len(steps) == len(requests), f"{len(steps)} steps in the trace, {len(requests)} requests sent"
-    listed = {s["attributes"][STEP_INDEX]: (s["attributes"][MESSAGE_HASHES], s["attributes"].get(SHARED_PREFIX, 0))
-              for s in spans if MESSAGE_HASHES in s["attributes"]}
+    listed = {s["attributes"][STEP_INDEX]: (s["attributes"][CONTEXT_MESSAGE_HASHES], s["attributes"].get(CONTEXT_SHARED_PREFIX, 0))
+              for s in spans if CONTEXT_MESSAGE_HASHES in s["attributes"]}
     previous: list[str] = []
     for i, (rebuilt, request) in enumerate(zip(steps, requests)):
         sent = [canonical_message(m) for m in request["messages"]]

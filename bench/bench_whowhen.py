@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from typing import Any
+from otel_agent_trace.semconv import GEN_AI_AGENT_NAME
 
 DEFAULT_DIR = "/work/shared/benchmarks/whowhen-ag"
 SMOKE_TRACES = 6
@@ -65,7 +66,7 @@ def load_steps(lines: list[str]) -> dict[str, dict[str, tuple[int | None, str | 
                     a = _attributes(s)
                     index = a.get("bench.step_index")
                     out.setdefault(s["traceId"], {})[s["spanId"]] = (
-                        int(index) if index is not None else None, a.get("gen_ai.agent.name"), s["name"])
+                        int(index) if index is not None else None, a.get(GEN_AI_AGENT_NAME), s["name"])
     return out
 
 

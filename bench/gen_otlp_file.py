@@ -21,6 +21,31 @@ import hashlib
 import random
 
 import orjson
+from otel_agent_trace.semconv import (
+    CONTEXT_HASH,
+    CONTEXT_MESSAGES,
+    CONTEXT_MESSAGE_HASHES,
+    DEPENDS_ON,
+    DEPENDS_ON_RELATIONS,
+    ERROR_TYPE,
+    GEN_AI_AGENT_NAME,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    LIFECYCLE_PHASE,
+    LINK_RELATION,
+    STEP_INDEX,
+    STEP_KIND,
+    TOOL_OUTCOME,
+)
 
 
 def _attr(key, value):
@@ -39,7 +64,7 @@ def _span(trace_id, span_id, parent, name, start, end, attrs, kind=1, status=0, 
     out = {"traceId": trace_id, "spanId": span_id, "name": name, "kind": kind,
            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
            "attributes": [_attr(k, v) for k, v in attrs.items()], "events": [],
-           "links": [{"traceId": trace_id, "spanId": t, "attributes": [_attr("agent_trace.link.relation", r)]}
+           "links": [{"traceId": trace_id, "spanId": t, "attributes": [_attr(LINK_RELATION, r)]}
                      for t, r in links],
            "status": {"code": status} if status else {}}
     if parent:
@@ -62,10 +87,10 @@ def run_spans(rng: random.Random, index: int, t0: int, failing: bool) -> list[di
         final = n == steps - 1
         deps = [(s, "consumes") for s in previous_tools]
         spans.append(_span(trace_id, chat, step, "chat gpt-4o-mini", t + 10, t + 900_000, {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.usage.input_tokens": rng.randint(200, 4000), "gen_ai.usage.output_tokens": rng.randint(10, 300),
-            "gen_ai.response.finish_reasons": ["stop" if final else "tool_calls"],
-            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text * 4}]}]).decode(),
+            GEN_AI_OPERATION_NAME: "chat", GEN_AI_PROVIDER_NAME: "openai", GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+            GEN_AI_USAGE_INPUT_TOKENS: rng.randint(200, 4000), GEN_AI_USAGE_OUTPUT_TOKENS: rng.randint(10, 300),
+            GEN_AI_RESPONSE_FINISH_REASONS: ["stop" if final else "tool_calls"],
+            GEN_AI_OUTPUT_MESSAGES: orjson.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text * 4}]}]).decode(),
         }, kind=3))
         tools = []
         if not final:
@@ -74,28 +99,28 @@ def run_spans(rng: random.Random, index: int, t0: int, failing: bool) -> list[di
                 result = "[]" if failing and n == 0 else orjson.dumps({"rows": [text] * rng.randint(1, 6)}).decode()
                 outcome = "empty_result" if result == "[]" else "ok"
                 spans.append(_span(trace_id, tool, step, "execute_tool lookup_order", t + 1_000_000, t + 1_500_000, {
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
-                    "gen_ai.tool.call.id": "call_%d_%d_%d" % (index, n, k),
-                    "gen_ai.tool.call.arguments": orjson.dumps({"order_id": "A-%d" % rng.randint(1, 99999)}).decode(),
-                    "gen_ai.tool.call.result": result, "agent_trace.tool.outcome": outcome,
-                    "agent_trace.step.index": n, "agent_trace.depends_on": [step],
-                    "agent_trace.depends_on.relations": ["decided_by"],
+                    GEN_AI_OPERATION_NAME: "execute_tool", GEN_AI_TOOL_NAME: "lookup_order",
+                    GEN_AI_TOOL_CALL_ID: "call_%d_%d_%d" % (index, n, k),
+                    GEN_AI_TOOL_CALL_ARGUMENTS: orjson.dumps({"order_id": "A-%d" % rng.randint(1, 99999)}).decode(),
+                    GEN_AI_TOOL_CALL_RESULT: result, TOOL_OUTCOME: outcome,
+                    STEP_INDEX: n, DEPENDS_ON: [step],
+                    DEPENDS_ON_RELATIONS: ["decided_by"],
                 }, links=[(step, "decided_by")]))
                 tools.append(tool)
-        attrs = {"agent_trace.step.index": n, "agent_trace.step.kind": "final" if final else "tool_call",
-                 "agent_trace.context.hash": hashlib.sha256(b"%d-%d" % (index, n)).hexdigest(),
-                 "agent_trace.context.message_hashes": [hashlib.sha1(b"%d" % m).hexdigest()[:12] for m in range(2 * n + 2)],
-                 "agent_trace.context.messages": 2 * n + 2}
+        attrs = {STEP_INDEX: n, STEP_KIND: "final" if final else "tool_call",
+                 CONTEXT_HASH: hashlib.sha256(b"%d-%d" % (index, n)).hexdigest(),
+                 CONTEXT_MESSAGE_HASHES: [hashlib.sha1(b"%d" % m).hexdigest()[:12] for m in range(2 * n + 2)],
+                 CONTEXT_MESSAGES: 2 * n + 2}
         if deps:
-            attrs["agent_trace.depends_on"] = [d for d, _ in deps]
-            attrs["agent_trace.depends_on.relations"] = [r for _, r in deps]
+            attrs[DEPENDS_ON] = [d for d, _ in deps]
+            attrs[DEPENDS_ON_RELATIONS] = [r for _, r in deps]
         spans.append(_span(trace_id, step, root, "agent_step %d" % n, t, t + 2_000_000, attrs, links=deps))
         previous_tools = tools
         t += 2_000_000
-    root_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"}
+    root_attrs = {GEN_AI_OPERATION_NAME: "invoke_agent", GEN_AI_AGENT_NAME: "support_agent"}
     status = 0
     if failing:
-        root_attrs.update({"agent_trace.lifecycle.phase": "critical", "agent_trace.error.type": "run_exception"})
+        root_attrs.update({LIFECYCLE_PHASE: "critical", ERROR_TYPE: "run_exception"})
         status = 2
     spans.append(_span(trace_id, root, None, "invoke_agent support_agent", t0, t, root_attrs, status=status))
     return spans

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scenario_agent import analyze_json, call, record_run, schema_for
 
 import otel_agent_trace
-from otel_agent_trace.model import ErrorType
+from otel_agent_trace.vocabulary import ErrorType
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 DETECTOR_TYPES = {t.value for t in (

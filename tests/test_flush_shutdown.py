@@ -29,7 +29,7 @@ import flush_agent
 import pytest
 from client_helpers import spans_of
 
-from otel_agent_trace.model import RUN_ENDED_BY, RUN_OUTCOME_OF, RUN_OUTCOME_SPAN
+from otel_agent_trace.semconv import RUN_ENDED_BY, RUN_OUTCOME_OF, RUN_OUTCOME_SPAN
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from otel_agent_trace.cli import main as cli_main
-from otel_agent_trace.processor.rules import load_rules as load_redaction_rules
+from otel_agent_trace.processor.redaction_rules import load_rules as load_redaction_rules
 
 sys.path.insert(0, str(Path(__file__).parent / "analyzer_inputs"))
 from inputs_support import failing_run, line  # noqa: E402

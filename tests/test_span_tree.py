@@ -10,7 +10,7 @@ from span_helpers import attrs, hexid
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agent_trace import hashing
-from otel_agent_trace.model import Message, context_hashes
+from otel_agent_trace.messages import Message, context_hashes
 from otel_agent_trace.providers.openai import to_message
 
 HEALTHY, MALFORMED, RECOVERED, LOOP = support_agent.TICKETS

@@ -27,7 +27,7 @@ from span_helpers import attrs, hexid
 
 from otel_agent_trace import tool
 from otel_agent_trace.minimizer.trajectory import select_run
-from otel_agent_trace.model import CONTEXT_NEW_MESSAGES, GEN_AI_TOOL_CALL_RESULT, NEW_MESSAGE_CONTENT_FROM
+from otel_agent_trace.semconv import CONTEXT_NEW_MESSAGES, GEN_AI_TOOL_CALL_RESULT, NEW_MESSAGE_CONTENT_FROM
 from otel_agent_trace.replay.recording import load
 
 BIN = Path(sys.executable).parent

@@ -186,7 +186,7 @@ def _color(args: argparse.Namespace) -> bool:
 def _rules(args: argparse.Namespace) -> tuple[list | None, dict] | None:
     """(rules: the built-ins, the evaluations' source, the --rules file's and the verdict sources
     asked for; team config); None (after a message) when unusable."""
-    from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
+    from otel_agent_trace.analyzer.critical_rules import RulesError, load_config, load_rules
 
     try:
         rules, config = load_rules(getattr(args, "rules", None)), load_config(getattr(args, "rules", None))
@@ -221,7 +221,7 @@ def _exit_code(analysis: Any, args: argparse.Namespace | None = None) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from otel_agent_trace.analyzer.enrich import apply_rules
-    from otel_agent_trace.analyzer.replay import render as render_replay
+    from otel_agent_trace.analyzer.show import render as render_replay
 
     loaded = _rules(args)
     if loaded is None:

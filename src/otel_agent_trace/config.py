@@ -108,7 +108,7 @@ class AgentTraceConfig:
         if values.get("evaluation_threshold") is not None:
             parse_thresholds(values["evaluation_threshold"], ENV_PREFIX + "EVALUATION_THRESHOLD: ")
         if values.get("redact_disabled"):
-            from otel_agent_trace.processor.detectors import KINDS
+            from otel_agent_trace.processor.pii_detectors import KINDS
 
             values["redact_disabled"] = tuple(k.strip().upper() for k in values["redact_disabled"])
             unknown = sorted(set(values["redact_disabled"]) - set(KINDS))

@@ -36,7 +36,7 @@ from decimal import Decimal
 from typing import Any
 
 from otel_agent_trace._failopen import log_once
-from otel_agent_trace.model import COST_USD  # noqa: F401 - (defined with the attribute names; imported from here too)
+from otel_agent_trace.semconv import COST_USD
 from otel_agent_trace.prices import Rates, load, lookup
 
 _WAIT_S = 10.0

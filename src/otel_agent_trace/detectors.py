@@ -29,7 +29,8 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 
 from otel_agent_trace import schema
-from otel_agent_trace.model import INSTRUCTION_ROLES, Outcome, parse_json_or_text
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.vocabulary import INSTRUCTION_ROLES, Outcome
 
 
 # --- loops --------------------------------------------------------------------------------------

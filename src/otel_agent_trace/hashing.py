@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from otel_agent_trace.model import Message
+from otel_agent_trace.messages import Message
 
 SHORT = 16
 _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

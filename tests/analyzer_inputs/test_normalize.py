@@ -192,7 +192,7 @@ def test_replay_of_a_foreign_run_shows_context_decision_and_tools(tmp_path):
     """`show` on OpenInference spans: the model call is the step, its context delta is read from
     `llm.input_messages` (hashed as the recorder would), its decision from `llm.output_messages`,
     and its tools are its siblings linked by `decided_by`; a tool that raised shows what it said."""
-    from otel_agent_trace.analyzer.replay import render, steps_of
+    from otel_agent_trace.analyzer.show import render, steps_of
 
     def llm(sid, start, inputs, call):
         attrs = {"openinference.span.kind": "LLM", "llm.token_count.prompt": "900", "llm.token_count.completion": 12,
@@ -246,7 +246,7 @@ def test_replay_of_foreign_steps_never_raises_on_odd_values(tmp_path_factory):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from otel_agent_trace.analyzer.replay import render
+    from otel_agent_trace.analyzer.show import render
 
     value = st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.floats(allow_nan=True),
                       st.lists(st.text(max_size=5), max_size=3))

@@ -12,7 +12,7 @@ from otel_agent_trace.analyzer.enrich import apply_rules
 from otel_agent_trace.analyzer.report import fleet, html, markdown, text
 from otel_agent_trace.analyzer.report.fleet import DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP
 from otel_agent_trace.analyzer.report.json_report import to_dict
-from otel_agent_trace.analyzer.rules import Rule, load_rules
+from otel_agent_trace.analyzer.critical_rules import Rule, load_rules
 from otel_agent_trace.cli import main as cli_main
 
 

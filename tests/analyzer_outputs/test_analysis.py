@@ -321,7 +321,7 @@ def test_yaml_rules(demo, tmp_path, capsys):
 def test_examples_rules_file_loads():
     from pathlib import Path
 
-    from otel_agent_trace.analyzer.rules import load_rules
+    from otel_agent_trace.analyzer.critical_rules import load_rules
 
     root = Path(__file__).resolve().parents[2]
     ids = [r.rule_id for r in load_rules(str(root / "examples" / "rules.json"))]

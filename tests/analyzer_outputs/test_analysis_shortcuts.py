@@ -112,7 +112,7 @@ _JSON = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=6
 def _reference_keys(payload):
     """The definition: `value_key` of every leaf (repeats included), JSON text parsed first."""
     if isinstance(payload, str):
-        from otel_agent_trace.model import parse_json_or_text
+        from otel_agent_trace.json_text import parse_json_or_text
 
         payload = parse_json_or_text(payload)
     return frozenset(k for k in map(detectors.value_key, detectors.leaves(payload)) if k is not None)
@@ -168,7 +168,7 @@ def test_parse_json_or_text_is_orjson_or_the_text(text):
     """The shortcut (text that cannot start JSON is not parsed) returns what a parse attempt does."""
     import orjson
 
-    from otel_agent_trace.model import parse_json_or_text
+    from otel_agent_trace.json_text import parse_json_or_text
 
     try:
         expected = orjson.loads(text)

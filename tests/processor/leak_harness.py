@@ -28,7 +28,7 @@ from processor_corpus import (DETECTORS, base64_text, nested_json, recoverable, 
                               widen)
 from processor_helpers import attrs, read_spans, strings
 
-from otel_agent_trace import model
+from otel_agent_trace import semconv
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.processor import install
 
@@ -151,7 +151,7 @@ FORMS: dict[str, Callable[..., Any]] = {
     "base64": _attribute(base64_text),
     "base64_in_event": _event(base64_text),
     "exception_message_and_traceback": _exception,
-    "nested_json_tool_arguments": _attribute(nested_json, model.GEN_AI_TOOL_CALL_ARGUMENTS),
+    "nested_json_tool_arguments": _attribute(nested_json, semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
     "span_name_from_user_input": _span_name,
     "span_link_attributes": _link,
     "full_width_and_other_digits": _attribute(lambda rnd, v: f"my number is {widen(rnd, v)}"),
@@ -189,7 +189,7 @@ def run(tmp: Path, per_detector: int, seed: int = 18) -> dict[str, Any]:
                 text, a, b = split_json(rnd, gen(rnd))
                 with tracer.start_as_current_span("execute_tool lookup", attributes={
                         "adv.form": SPLIT, "adv.i": i,
-                        model.GEN_AI_TOOL_CALL_ARGUMENTS: text}):
+                        semconv.GEN_AI_TOOL_CALL_ARGUMENTS: text}):
                     pass
                 halves[i] = (a, b)
                 i += 1

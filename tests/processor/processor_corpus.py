@@ -11,7 +11,7 @@ import ipaddress
 import random
 import unicodedata
 
-from otel_agent_trace.processor.detectors import _CN_CHECK, _CN_WEIGHTS
+from otel_agent_trace.processor.pii_detectors import _CN_CHECK, _CN_WEIGHTS
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

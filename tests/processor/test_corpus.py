@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, Status, StatusCode
 from processor_corpus import DETECTORS, sensitive_forms
 from processor_helpers import attrs, read_spans, strings
 
-from otel_agent_trace import model
+from otel_agent_trace import semconv
 from otel_agent_trace.exporter import AgentTraceFileExporter
 from otel_agent_trace.processor import AgentTraceSpanProcessor
 
@@ -31,15 +31,15 @@ BATCHES = 4  # hypothesis examples; each carries PER_DETECTOR / BATCHES values o
 
 def _numeric(i):
     return {
-        model.GEN_AI_USAGE_INPUT_TOKENS: 1000 + i, model.GEN_AI_USAGE_OUTPUT_TOKENS: 13812345678 + i,
-        model.STEP_INDEX: i, "corpus.float": 4111111111111111.0 + i, "corpus.flag": bool(i & 1),
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 1000 + i, semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 13812345678 + i,
+        semconv.STEP_INDEX: i, "corpus.float": 4111111111111111.0 + i, "corpus.flag": bool(i & 1),
         "corpus.ints": [i, 13912345678, 4111111111111111],
     }
 
 
 def _hashes(i):
     h = hashlib.sha256(str(i).encode()).hexdigest()
-    return {model.CONTEXT_HASH: h, model.CONTEXT_MESSAGE_HASHES: [h[:16], h[16:32]], model.DEPENDS_ON: [h[:16]]}
+    return {semconv.CONTEXT_HASH: h, semconv.CONTEXT_MESSAGE_HASHES: [h[:16], h[16:32]], semconv.DEPENDS_ON: [h[:16]]}
 
 
 def _emit(tracer, i, values):
@@ -59,7 +59,7 @@ def _emit(tracer, i, values):
         links=[link] if link else None,
         attributes={"corpus.i": i, "corpus.text": f"call {joined} now", "corpus.list": list(values),
                     "gen_ai.input.messages": orjson.dumps(messages).decode(),
-                    model.GEN_AI_TOOL_CALL_ARGUMENTS: orjson.dumps({"contact": values}).decode(),
+                    semconv.GEN_AI_TOOL_CALL_ARGUMENTS: orjson.dumps({"contact": values}).decode(),
                     "url.full": f"https://api.example.com/v1/users?phone={values[0]}&mail={values[3]}",
                     **_numeric(i), **_hashes(i)},
         record_exception=False, set_status_on_exception=False,
@@ -113,7 +113,7 @@ def test_corpus_leaves_no_seeded_value(seed, tmp_path_factory):
         assert a == {**a, **_numeric(i), **_hashes(i)}, "a numeric or hash attribute changed"
         assert a["agent_trace.redaction.count"] >= 10 * 5
         orjson.loads(a["gen_ai.input.messages"])  # still valid JSON
-        orjson.loads(a[model.GEN_AI_TOOL_CALL_ARGUMENTS])
+        orjson.loads(a[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
         res = "\x00".join(strings(span["_resource"]))
         for value in rows[0]:
             for form in sensitive_forms(value):
@@ -121,6 +121,6 @@ def test_corpus_leaves_no_seeded_value(seed, tmp_path_factory):
     # stable pseudonyms: the twin spans carry exactly the same redacted text
     for i in range(50):
         first, twin = by_i[i]
-        for key in ("corpus.text", "gen_ai.input.messages", "corpus.list", model.GEN_AI_TOOL_CALL_ARGUMENTS):
+        for key in ("corpus.text", "gen_ai.input.messages", "corpus.list", semconv.GEN_AI_TOOL_CALL_ARGUMENTS):
             assert first[key] == twin[key]
         assert "[PHONE:" in first["corpus.text"] and "[EMAIL:" in first["corpus.text"]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from processor_corpus import DETECTORS, sensitive_part
 
-from otel_agent_trace.processor.detectors import IBAN_BBAN, card_ok, cn_id_ok, find_all, fold, iban_ok
+from otel_agent_trace.processor.pii_detectors import IBAN_BBAN, card_ok, cn_id_ok, find_all, fold, iban_ok
 from otel_agent_trace.processor.redaction import Redactor
 
 
@@ -227,7 +227,7 @@ def test_a_value_glued_to_another_script_is_found(scan, text, kind, value):
 
 
 def test_us_ssn_is_found_when_the_ssa_could_issue_it():
-    from otel_agent_trace.processor.detectors import US_SSN, find_all
+    from otel_agent_trace.processor.pii_detectors import US_SSN, find_all
 
     def kinds(text):
         return [(f.kind, f.norm) for f in find_all(text)]
@@ -241,7 +241,7 @@ def test_us_ssn_is_found_when_the_ssa_could_issue_it():
 
 
 def test_uk_national_insurance_number_with_an_issued_prefix():
-    from otel_agent_trace.processor.detectors import UK_NINO, find_all
+    from otel_agent_trace.processor.pii_detectors import UK_NINO, find_all
 
     def kinds(text):
         return [(f.kind, f.norm) for f in find_all(text)]
@@ -253,7 +253,7 @@ def test_uk_national_insurance_number_with_an_issued_prefix():
 
 
 def test_canadian_sin_with_a_valid_first_digit_and_luhn():
-    from otel_agent_trace.processor.detectors import CA_SIN, PHONE, find_all
+    from otel_agent_trace.processor.pii_detectors import CA_SIN, PHONE, find_all
     from otel_agent_trace.processor.fast_scan import FastScanner
 
     for scan in (find_all, FastScanner()):
@@ -272,7 +272,7 @@ def test_canadian_sin_with_a_valid_first_digit_and_luhn():
 
 
 def test_indian_aadhaar_number_with_its_verhoeff_check_digit():
-    from otel_agent_trace.processor.detectors import CARD, IN_AADHAAR, find_all, verhoeff_ok
+    from otel_agent_trace.processor.pii_detectors import CARD, IN_AADHAAR, find_all, verhoeff_ok
     from otel_agent_trace.processor.fast_scan import FastScanner
 
     assert verhoeff_ok("2363") and not verhoeff_ok("2364")  # the textbook example

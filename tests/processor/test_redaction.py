@@ -8,8 +8,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from processor_corpus import DETECTORS
 
-from otel_agent_trace.model import INSTRUMENTATION_SCOPE
-from otel_agent_trace.processor import REDACTION_COUNT, AgentTraceSpanProcessor
+from otel_agent_trace.semconv import INSTRUMENTATION_SCOPE, REDACTION_COUNT
+from otel_agent_trace.processor import AgentTraceSpanProcessor
 from otel_agent_trace.processor.redaction import RedactedSpan, Redactor
 
 

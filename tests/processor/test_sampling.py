@@ -19,9 +19,10 @@ from opentelemetry.trace import (
 )
 from processor_helpers import attrs, read_spans
 
-from otel_agent_trace import model
-from otel_agent_trace.processor import SAMPLING_RATIO, AgentTraceSpanProcessor
+from otel_agent_trace import semconv, vocabulary
+from otel_agent_trace.processor import AgentTraceSpanProcessor
 from otel_agent_trace.processor.sampling import ratio_keeps
+from otel_agent_trace.semconv import SAMPLING_RATIO
 
 
 def _pipeline(**kw):
@@ -29,7 +30,7 @@ def _pipeline(**kw):
     provider = TracerProvider()
     processor = AgentTraceSpanProcessor(next=SimpleSpanProcessor(exporter), redact=False, **kw)
     provider.add_span_processor(processor)
-    return provider, provider.get_tracer(model.INSTRUMENTATION_SCOPE), processor, exporter
+    return provider, provider.get_tracer(semconv.INSTRUMENTATION_SCOPE), processor, exporter
 
 
 def _run(tracer, kind):
@@ -40,15 +41,15 @@ def _run(tracer, kind):
                 if kind == "error":
                     tool.set_status(Status(StatusCode.ERROR, "boom"))
                 elif kind == "origin":
-                    tool.set_attribute(model.LIFECYCLE_PHASE, model.Phase.ORIGIN.value)
+                    tool.set_attribute(semconv.LIFECYCLE_PHASE, vocabulary.Phase.ORIGIN.value)
                 elif kind == "critical":
-                    root.set_attribute(model.LIFECYCLE_PHASE, model.Phase.CRITICAL.value)
+                    root.set_attribute(semconv.LIFECYCLE_PHASE, vocabulary.Phase.CRITICAL.value)
                 elif kind == "loop":
-                    root.set_attribute(model.ERROR_TYPE, model.ErrorType.LOOP_DETECTED.value)
+                    root.set_attribute(semconv.ERROR_TYPE, vocabulary.ErrorType.LOOP_DETECTED.value)
                 elif kind == "budget":
-                    root.add_event("stop", {model.ERROR_TYPE: model.ErrorType.BUDGET_EXCEEDED.value})
+                    root.add_event("stop", {semconv.ERROR_TYPE: vocabulary.ErrorType.BUDGET_EXCEEDED.value})
                 elif kind == "recovered":
-                    tool.set_attribute(model.LIFECYCLE_PHASE, model.Phase.RECOVERED.value)
+                    tool.set_attribute(semconv.LIFECYCLE_PHASE, vocabulary.Phase.RECOVERED.value)
     return root.get_span_context().trace_id
 
 
@@ -145,7 +146,7 @@ def test_decision_timeout():
     provider, tracer, processor, exporter = _pipeline(sample_ratio=0.0, sampler_decision_seconds=0.05)
     root = tracer.start_span("invoke_agent slow")
     with tracer.start_as_current_span("agent_step", context=set_span_in_context(root)) as s:
-        s.set_attribute(model.LIFECYCLE_PHASE, "critical")
+        s.set_attribute(semconv.LIFECYCLE_PHASE, "critical")
     import time
     deadline = time.time() + 5
     while not exporter.get_finished_spans() and time.time() < deadline:
@@ -247,14 +248,14 @@ def test_forked_child_starts_empty():
 def test_kept_spans_are_redacted_on_their_way_out_and_dropped_traces_never():
     """The sampler decides first; only the spans of kept traces are redacted, and every one that
     reaches the exporter is: redacted, or scrubbed when redaction fails, never as it was."""
-    from otel_agent_trace.processor.redaction import REDACTION_COUNT
+    from otel_agent_trace.semconv import REDACTION_COUNT
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     processor = AgentTraceSpanProcessor(next=SimpleSpanProcessor(exporter), redact=True, redact_key="k",
                                         sample_ratio=0.5)
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer(model.INSTRUMENTATION_SCOPE)
+    tracer = provider.get_tracer(semconv.INSTRUMENTATION_SCOPE)
     redactor = processor.redactor
     real_span = redactor.span
     seen: list = []

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from processor_helpers import attrs, read_spans
 
 from otel_agent_trace.exporter import AgentTraceFileExporter
-from otel_agent_trace.model import GEN_AI_TOOL_CALL_ARGUMENTS
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS
 from otel_agent_trace.processor import install
 
 NOT_CAUGHT = [("123-45-", "6789"), ("4111 1111 ", "1111 1111"), ("ada.lovelace@", "example.org"),

@@ -27,7 +27,7 @@ from otel_agent_trace.analyzer.inputs import Progress, Remote, _consume, expand,
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.readers.spill import DEFAULT_BUDGET_BYTES, TraceStore
 from otel_agent_trace.analyzer.results import Analysis, Reduced, RunSummary
-from otel_agent_trace.analyzer.rules import load_rules
+from otel_agent_trace.analyzer.critical_rules import load_rules
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import InputReport
 from otel_agent_trace.analyzer.trace import trace_findings

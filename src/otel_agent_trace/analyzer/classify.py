@@ -25,12 +25,8 @@ from otel_agent_trace.analyzer.lifecycle import (DEGENERATE_VALUE, UNSUPPORTED_A
 from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import (
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_RESULT,
-    ErrorType,
-    Phase,
-)
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
+from otel_agent_trace.vocabulary import ErrorType, Phase
 
 # Which bug kind (seed 000) an origin's error type points at, when nothing else says otherwise.
 BUG_CLASS_OF_ERROR = {

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.model import Phase, Relation
+from otel_agent_trace.vocabulary import Phase, Relation
 
 _PROPAGATE, _CRITICAL = Phase.PROPAGATE.value, Phase.CRITICAL.value
 DELEGATED_TO = Relation.DELEGATED_TO.value
@@ -66,6 +66,5 @@ def follow(finding: Finding, delegated: dict[str, Finding]) -> None:
     finding.bug_class = sub.bug_class
     finding.evidence = [f"the failure began in sub-agent {finding.origin_agent!r}, which {joint.name} delegated to; "
                         "its answer carried the error", *sub.evidence]
-
 
 

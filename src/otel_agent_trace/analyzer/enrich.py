@@ -10,7 +10,7 @@ from __future__ import annotations
 from otel_agent_trace.analyzer.analysis import Analysis
 from otel_agent_trace.analyzer.classify import classify
 from otel_agent_trace.analyzer.locate import locate
-from otel_agent_trace.analyzer.rules import Rule
+from otel_agent_trace.analyzer.critical_rules import Rule
 from otel_agent_trace.analyzer.runs import sub_runs
 
 

@@ -34,9 +34,16 @@ from otel_agent_trace.analyzer.readers.otlp_logs import EVALUATION_SOURCE
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Event, InputReport, Span
 from otel_agent_trace.config import ENV_PREFIX, AgentTraceConfig, parse_thresholds
-from otel_agent_trace.model import (ERROR_TYPE_SEMCONV, GEN_AI_EVALUATION_EXPLANATION, GEN_AI_EVALUATION_NAME,
-                                    GEN_AI_EVALUATION_RESULT, GEN_AI_EVALUATION_SCORE_LABEL,
-                                    GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_RESPONSE_ID, ErrorType)
+from otel_agent_trace.semconv import (
+    ERROR_TYPE_SEMCONV,
+    GEN_AI_EVALUATION_EXPLANATION,
+    GEN_AI_EVALUATION_NAME,
+    GEN_AI_EVALUATION_RESULT,
+    GEN_AI_EVALUATION_SCORE_LABEL,
+    GEN_AI_EVALUATION_SCORE_VALUE,
+    GEN_AI_RESPONSE_ID,
+)
+from otel_agent_trace.vocabulary import ErrorType
 
 EVALUATION_FAILED = ErrorType.EVALUATION_FAILED.value
 EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: recorded about a whole trace (recorder/evaluation.py)

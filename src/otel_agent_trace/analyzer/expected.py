@@ -28,11 +28,13 @@ from otel_agent_trace import answers
 from otel_agent_trace.analyzer import verdicts
 from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.model import GEN_AI_OUTPUT_MESSAGES, ErrorType, parse_json_or_text, semconv_messages
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import semconv_messages
+from otel_agent_trace.semconv import CONTEXT_NEW_MESSAGES, GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES
+from otel_agent_trace.vocabulary import ErrorType
 
 WRONG_ANSWER = ErrorType.WRONG_ANSWER.value
 _KEYS = ("trace_id", "task_id", "input")
-NEW_MESSAGES = "agent_trace.context.new_messages"
 _TASK_KEYS = ("agent_trace.task.id", "task.id", "task_id")
 
 
@@ -143,11 +145,11 @@ def run_input(run: Run) -> str | None:
     a = run.root.attributes
     if isinstance(a.get("input.value"), str):
         return a["input.value"]
-    for message in semconv_messages(a.get("gen_ai.input.messages")):
+    for message in semconv_messages(a.get(GEN_AI_INPUT_MESSAGES)):
         if message.role == "user" and message.content:
             return message.content
     for step in run.steps:  # our recorder: the messages each step's context showed first
-        items = parse_json_or_text(step.attributes.get(NEW_MESSAGES) or "[]")
+        items = parse_json_or_text(step.attributes.get(CONTEXT_NEW_MESSAGES) or "[]")
         for item in items if isinstance(items, list) else ():
             message = item.get("message") if isinstance(item, dict) else None
             if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):

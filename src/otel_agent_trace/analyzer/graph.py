@@ -10,7 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.model import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION, Relation
+from otel_agent_trace.semconv import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION
+from otel_agent_trace.vocabulary import Relation
 
 RESULT_OF = "result_of"  # run -> its last step (structural)
 _DECIDED_BY, _CONSUMES, _RETRY_OF = Relation.DECIDED_BY.value, Relation.CONSUMES.value, Relation.RETRY_OF.value

@@ -3,7 +3,7 @@
 1. Lifecycle phases are recomputed offline (lifecycle/): origins (errors where they first
    appear), recovered origins, and the *tainted* spans (origins and everything that depends on
    one).
-2. Critical-failure rules (rules.py) pick the critical spans; the first (the run span when it
+2. Critical-failure rules (critical_rules.py) pick the critical spans; the first (the run span when it
    fired, else the earliest) is the one walked back from.
 3. The walk goes backwards over dependency edges, cheapest path first, where a path's cost is
    (weak hops, hops):
@@ -30,13 +30,13 @@ from typing import Any
 from otel_agent_trace.analyzer import silent, verdicts
 from otel_agent_trace.analyzer.graph import RESULT_OF, Graph, LazyGraph
 from otel_agent_trace.analyzer.lifecycle import SUSPICION, Lifecycle, compute, tool_error_type
-from otel_agent_trace.analyzer.rules import Fired, Rule, fire, load_rules
+from otel_agent_trace.analyzer.critical_rules import Fired, Rule, fire, load_rules
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
-from otel_agent_trace.model import (ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STRONG_RELATIONS, ErrorType, Phase,
-                                    Relation)
+from otel_agent_trace.semconv import ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND
+from otel_agent_trace.vocabulary import STRONG_RELATIONS, ErrorType, Phase, Relation
 
 WEAK_HOP_FACTOR = 0.9
 DERIVED_EVIDENCE = 0.8

@@ -39,9 +39,8 @@ from typing import Any, Iterable, Mapping
 from otel_agent_trace.analyzer.lifecycle import call_key_of, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM
 from otel_agent_trace.prices import Rates, as_table, lookup
-from otel_agent_trace.model import (
+from otel_agent_trace.semconv import (
     COST_USD,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
@@ -49,9 +48,10 @@ from otel_agent_trace.model import (
     GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    NORMALIZED_FROM,
     STEP_INDEX,
-    ErrorType,
 )
+from otel_agent_trace.vocabulary import ErrorType
 
 LOOP_TYPES = {ErrorType.LOOP_DETECTED.value, ErrorType.BUDGET_EXCEEDED.value}
 WRONG_TOOL_TYPES = {ErrorType.UNKNOWN_TOOL.value, ErrorType.INVALID_ARGUMENTS.value}

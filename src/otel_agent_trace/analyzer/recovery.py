@@ -26,7 +26,8 @@ from typing import Any
 from otel_agent_trace.analyzer.graph import Graph
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.detectors import parse_arguments
-from otel_agent_trace.model import GEN_AI_TOOL_CALL_ARGUMENTS, ErrorType, Relation
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS
+from otel_agent_trace.vocabulary import ErrorType, Relation
 
 _EMPTY = ErrorType.TOOL_EMPTY_RESULT.value
 _RETRY_OF = Relation.RETRY_OF.value

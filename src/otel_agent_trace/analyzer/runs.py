@@ -9,29 +9,31 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
-from otel_agent_trace.model import (
+from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
+from otel_agent_trace.messages import context_hashes
+from otel_agent_trace.semconv import (
     CONTEXT_MESSAGE_HASHES,
     CONTEXT_NEW_MESSAGES,
     CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_AGENT_NAME,
-    LIFECYCLE_PHASE,
-    NEW_MESSAGE_CONTENT_FROM,
-    STEP_KIND,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
+    LIFECYCLE_PHASE,
+    NEW_MESSAGE_CONTENT_FROM,
+    NORMALIZED_FROM,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
+    OUTPUT_MESSAGE_HASH,
     RUN_AGENTS,
     RUN_OUTCOME_OF,
     STEP_INDEX,
+    STEP_KIND,
     STEP_SPAN_PREFIX,
     TOOL_SOURCE,
-    context_hashes,
 )
 
 
@@ -378,7 +380,7 @@ def _drop_duplicate_chats(run: Run) -> None:
     is dropped from the run's model calls, so tokens are counted once and no run is made of it.
     """
     chats = run.chats
-    ours = [c for c in chats if _MESSAGE_HASH in (a := c.attributes) or ERROR_TYPE in a or LIFECYCLE_PHASE in a]
+    ours = [c for c in chats if OUTPUT_MESSAGE_HASH in (a := c.attributes) or ERROR_TYPE in a or LIFECYCLE_PHASE in a]
     if not ours or len(ours) == len(chats):
         return  # a trace of one instrumentation (ours, or a foreign one normalized)
     run.chats[:] = ours
@@ -411,7 +413,6 @@ def _drop_restated_tools(run: Run) -> None:
 
 
 # a chat span carrying this key, `ERROR_TYPE` or `LIFECYCLE_PHASE` is ours (`_drop_duplicate_chats`)
-_MESSAGE_HASH = "agent_trace.output.message_hash"
 _START = attrgetter("start_ns")
 
 

@@ -32,8 +32,16 @@ from otel_agent_trace.analyzer.normalize.conventions import facts_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.detectors import classify_result
-from otel_agent_trace.model import (GEN_AI_OUTPUT_MESSAGES, GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT,
-                                    GEN_AI_TOOL_NAME, ErrorType, Outcome, semconv_messages)
+from otel_agent_trace.messages import semconv_messages
+from otel_agent_trace.semconv import (
+    CONTEXT_NEW_MESSAGES,
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+)
+from otel_agent_trace.vocabulary import ErrorType, Outcome
 
 # the signals, each the error type of the `errors[]` entry it makes (analyzer only, never recorded;
 # a made-up value is the recorder's `fabricated_value`, found anywhere in the run, not only in the answer)
@@ -46,7 +54,7 @@ MAX_SUSPICIONS = 3
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
 _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
 
-_INPUT_KEYS = ("input.value", "gen_ai.input.messages", "gen_ai.system_instructions")
+_INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, "gen_ai.system_instructions")
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
 _END_WORDS = re.compile(r"\b(?:TERMINATE|FINAL ANSWER:?|DONE)\b")
 # code execution output as multi-agent frameworks write it into the conversation (AG2's executor)
@@ -173,7 +181,7 @@ def task_text(run: Run) -> str:
             value = span.attributes.get(key)
             if isinstance(value, str):
                 parts.append(value)
-        new = span.attributes.get("agent_trace.context.new_messages")
+        new = span.attributes.get(CONTEXT_NEW_MESSAGES)
         if isinstance(new, str):
             parts.append(new)
     return "\n".join(parts)

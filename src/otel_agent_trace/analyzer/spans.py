@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from otel_agent_trace.semconv import NORMALIZED_FROM
 
 
 STATUS_ERROR = 2  # OTLP status code of a span that failed (`Span.status_code`)
@@ -75,4 +76,3 @@ class InputReport:
 
 # Set on spans the analyzer rewrote from a foreign convention (value: `openinference`,
 # `openllmetry`, `genai`); spans of our own instrumentation never carry it.
-NORMALIZED_FROM = "agent_trace.normalized_from"

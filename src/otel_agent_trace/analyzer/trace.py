@@ -14,7 +14,7 @@ from otel_agent_trace.analyzer.normalize import normalize_trace
 from otel_agent_trace.analyzer.runs import NAMED_RUN, Run, trace_runs
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import InputReport, Span
-from otel_agent_trace.model import DEPENDS_ON, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT
+from otel_agent_trace.semconv import DEPENDS_ON, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT
 
 
 def check_trace(spans: list[Span], reports: dict[str, InputReport]) -> list[Span]:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
-from otel_agent_trace.analyzer.rules import Rule
+from otel_agent_trace.analyzer.critical_rules import Rule
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import ErrorType, Phase
+from otel_agent_trace.vocabulary import ErrorType, Phase
 
 KNOWN_FAILED = ErrorType.KNOWN_FAILED.value
 VERDICT_TYPES = (ErrorType.KNOWN_FAILED.value, ErrorType.EVALUATION_FAILED.value, ErrorType.WRONG_ANSWER.value)

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import content_text, plain, plain_tools, tokens
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.state import ModelCall, model_call

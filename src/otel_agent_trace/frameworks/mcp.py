@@ -21,13 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import Outcome, classify_result
+from otel_agent_trace.detectors import classify_result
+from otel_agent_trace.vocabulary import Outcome
 from otel_agent_trace.providers._translate import content_text, get, plain
-from otel_agent_trace.recorder.chat import GEN_AI_TOOL_DEFINITIONS
 from otel_agent_trace.frameworks.tool_calls import tool_wrapper
 from otel_agent_trace.recorder.handler import installed_handler
 from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.integration import Integration, Patch
+from otel_agent_trace.semconv import GEN_AI_TOOL_DEFINITIONS
 
 SESSION_MODULE, CLIENT_MODULE = "mcp.client.session", "mcp.client.client"
 _TOOLS = "_agent_trace_tools"  # on a ClientSession: tool name -> its definition

@@ -35,7 +35,13 @@ from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.run import RunInvocation, current_explicit
 from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
 from otel_agent_trace.integration import ImportHook, Integration, Patch
-from otel_agent_trace.model import GEN_AI_TOOL_NAME, GUARDRAIL_BEHAVIOR, GUARDRAIL_EVENT, GUARDRAIL_KIND, GUARDRAIL_NAME
+from otel_agent_trace.semconv import (
+    GEN_AI_TOOL_NAME,
+    GUARDRAIL_BEHAVIOR,
+    GUARDRAIL_EVENT,
+    GUARDRAIL_KIND,
+    GUARDRAIL_NAME,
+)
 
 MODULE = "agents"
 TOOL_RUNNER = ("agents.run_internal.tool_execution", "_invoke_function_tool_with_metadata")

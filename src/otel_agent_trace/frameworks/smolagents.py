@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.frameworks.runs import open_agent_run
-from otel_agent_trace.model import STEP_KIND, STEP_TOOL_CALLS
+from otel_agent_trace.semconv import STEP_KIND, STEP_TOOL_CALLS
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation
 from otel_agent_trace.frameworks.tool_calls import tool_wrapper as tool_wrapper_for
 from otel_agent_trace.integration import Integration, Patch

@@ -16,11 +16,13 @@ import orjson
 
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import DEPENDS_ON, DEPENDS_ON_RELATIONS
-
-MINIMIZED_FROM = "agent_trace.minimized.from_trace"
-MINIMIZED_SIGNATURE = "agent_trace.minimized.signature"
-MINIMIZED_STRATEGY = "agent_trace.minimized.strategy"
+from otel_agent_trace.semconv import (
+    DEPENDS_ON,
+    DEPENDS_ON_RELATIONS,
+    MINIMIZED_FROM,
+    MINIMIZED_SIGNATURE,
+    MINIMIZED_STRATEGY,
+)
 
 
 def minimal_trace_id(trace_id: str, positions: Iterable[int]) -> str:

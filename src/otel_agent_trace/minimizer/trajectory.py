@@ -12,15 +12,15 @@ from typing import Any
 
 from otel_agent_trace.analyzer.graph import build_graph
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import (
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
     STEP_INDEX,
-    STRONG_RELATIONS,
     TOOL_OUTCOME,
-    parse_json_or_text,
 )
+from otel_agent_trace.vocabulary import STRONG_RELATIONS
 
 
 class MinimizeError(Exception):

@@ -3,11 +3,11 @@
 The two costly passes of the pure-`re` scan (number runs, IBANs) walk every character in
 Python's regex engine. Hyperscan (Intel's SIMD multi-pattern matcher, `pip install hyperscan`)
 finds the end offsets of loose candidate patterns in one pass over the bytes; the exact
-patterns and validators of `detectors` then run only on the short windows before those ends.
+patterns and validators of `pii_detectors` then run only on the short windows before those ends.
 Emails and secrets already start from a C-speed `str.find`/`in`, IPv6 is gated by a one-shot
-pattern. Without the wheel, `detectors.find_all` (pure `re`) gives identical results, slower.
+pattern. Without the wheel, `pii_detectors.find_all` (pure `re`) gives identical results, slower.
 
-Text is first folded like `find_all` does (`detectors.fold`: full-width forms and non-ASCII
+Text is first folded like `find_all` does (`pii_detectors.fold`: full-width forms and non-ASCII
 digits to ASCII, one character for one), then handed to Hyperscan as ASCII with every other
 character replaced by `?`, so byte offsets are string offsets; the patterns are ASCII, as are
 the values they find.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 
-from otel_agent_trace.processor import detectors
-from otel_agent_trace.processor.detectors import Found
+from otel_agent_trace.processor import pii_detectors
+from otel_agent_trace.processor.pii_detectors import Found
 
 try:  # pragma: no cover - depends on the platform's wheel
     import hyperscan
@@ -41,9 +41,9 @@ _PATTERNS = [
     (rb"\d{3}[- ]\d{2}[- ]\d{4}", _NUM, 0),  # US SSN (detectors.ssn_ok)
     (rb"\d{3}[- ]\d{3}[- ]\d{3}", _NUM, 0),  # CA SIN (detectors.sin_ok)
     (rb"\d{4}[- ]\d{4}[- ]\d{4}", _NUM, 0),  # IN Aadhaar (detectors.verhoeff_ok)
-    (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see detectors.ibans_in)
+    (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see pii_detectors.ibans_in)
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
-    # secret literals (see detectors._SECRETS); the window covers the literal, the value may run on
+    # secret literals (see pii_detectors._SECRETS); the window covers the literal, the value may run on
     (rb"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", _NINO, 0),  # UK NINO (detectors.ninos_in)
     (rb"sk-|AKIA|ASIA|eyJ|gh[pousr]_|github_pat_|AIza|xox", _SECRET, 0),
     (rb"(?i)bearer[ \t]|(?:key|token|secret|passwd|password|pwd)[\"']?[ \t]*[=:]", _SECRET, 0),
@@ -73,7 +73,7 @@ class FastScanner:
         return scratch
 
     def __call__(self, text: str, disabled: frozenset[str] = frozenset()) -> list[Found]:
-        text = detectors.fold(text)  # full-width forms and non-ASCII digits, as find_all does
+        text = pii_detectors.fold(text)  # full-width forms and non-ASCII digits, as find_all does
         data = text.encode("ascii", "replace")
         nums: list[int] = []
         ibans: list[int] = []
@@ -97,20 +97,20 @@ class FastScanner:
         out: list[Found] = []
         size = len(text)
         for lo, hi in _windows(nums, _NUM_BACK, size):
-            detectors.numbers_in(text, lo, hi, out)
+            pii_detectors.numbers_in(text, lo, hi, out)
         for lo, hi in _windows(ibans, _IBAN_BACK, size):
-            detectors.ibans_in(text, lo, hi, out)
+            pii_detectors.ibans_in(text, lo, hi, out)
         for lo, hi in _windows(v6, _V6_BACK, size, ahead=_V6_BACK):
-            detectors.ipv6_in(text, lo, hi, out)
+            pii_detectors.ipv6_in(text, lo, hi, out)
         if secrets:
             lower = text.lower()
             for lo, hi in _windows(secrets, _SECRET_BACK, size):
-                detectors.secrets_in(text, lo, hi, out, lower)
+                pii_detectors.secrets_in(text, lo, hi, out, lower)
         for lo, hi in _windows(ninos, _NINO_BACK, size):
             detectors.ninos_in(text, lo, hi, out)
         if "@" in text:
-            detectors._emails(text, out)
-        return detectors.merge(out, disabled)
+            pii_detectors._emails(text, out)
+        return pii_detectors.merge(out, disabled)
 
 
 def _windows(ends: list[int], back: int, size: int, ahead: int = 2) -> list[tuple[int, int]]:
@@ -138,4 +138,4 @@ def best_scanner():
             return FastScanner()
         except Exception:  # noqa: BLE001,S110 # pragma: no cover - e.g. a CPU without SSSE3
             pass
-    return detectors.find_all
+    return pii_detectors.find_all

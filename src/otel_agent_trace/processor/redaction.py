@@ -36,22 +36,22 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, Status
 
-from otel_agent_trace import model
-from otel_agent_trace.processor import detectors
-from otel_agent_trace.processor.rules import Rules
+from otel_agent_trace import semconv
+from otel_agent_trace.processor import pii_detectors
+from otel_agent_trace.processor.redaction_rules import Rules
+from otel_agent_trace.semconv import REDACTION_COUNT
 
-REDACTION_COUNT = "agent_trace.redaction.count"
 FAILED = "[REDACTED:ERROR]"
 _log = logging.getLogger(__name__)
 
 # Values under these keys are hex ids / hashes written by the recorder: left intact when they
 # look like that (a non-hex value there is scanned like any other).
-HEX_KEYS = frozenset({model.CONTEXT_HASH, model.CONTEXT_MESSAGE_HASHES, model.DEPENDS_ON})
+HEX_KEYS = frozenset({semconv.CONTEXT_HASH, semconv.CONTEXT_MESSAGE_HASHES, semconv.DEPENDS_ON})
 _HEXLIKE = re.compile(r"[0-9a-fA-F]{8,128}")
 # Enum-valued keys: nothing to find, skip the scan.
 ENUM_KEYS = frozenset({
-    model.LIFECYCLE_PHASE, model.ERROR_TYPE, model.TOOL_OUTCOME, model.STEP_KIND, model.LINK_RELATION,
-    model.DEPENDS_ON_RELATIONS, model.GEN_AI_OPERATION_NAME, model.TOOL_SOURCE,
+    semconv.LIFECYCLE_PHASE, semconv.ERROR_TYPE, semconv.TOOL_OUTCOME, semconv.STEP_KIND, semconv.LINK_RELATION,
+    semconv.DEPENDS_ON_RELATIONS, semconv.GEN_AI_OPERATION_NAME, semconv.TOOL_SOURCE,
 })
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 # base64 runs (standard or URL-safe alphabet) long enough to hold a value (10 chars = 7 bytes,
@@ -103,7 +103,7 @@ def is_ours(span: ReadableSpan) -> bool:
     """Did our recorder create this span (its instrumentation scope)? Only those get `agent_trace.*`
     stamps from the processor, so no foreign span is ever mistaken for ours downstream."""
     scope = span.instrumentation_scope
-    return scope is not None and scope.name == model.INSTRUMENTATION_SCOPE
+    return scope is not None and scope.name == semconv.INSTRUMENTATION_SCOPE
 
 
 def plain(attrs: Any) -> Any:
@@ -258,8 +258,8 @@ class Redactor:
             for rule in self.rules.values:
                 for m in rule.pattern.finditer(s):
                     if m.end() > m.start():
-                        found.append(detectors.Found(m.start(), m.end(), rule.name, m.group()))
-            found = detectors.merge(found)
+                        found.append(pii_detectors.Found(m.start(), m.end(), rule.name, m.group()))
+            found = pii_detectors.merge(found)
         if not found:
             return s, 0
         out: list[str] = []

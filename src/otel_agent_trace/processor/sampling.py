@@ -31,12 +31,12 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from otel_agent_trace import model
+from otel_agent_trace import semconv, vocabulary
 from otel_agent_trace.processor.redaction import is_ours, plain, with_attributes
+from otel_agent_trace.semconv import SAMPLING_RATIO
 
-SAMPLING_RATIO = "agent_trace.sampling.ratio"
-_FAIL_PHASES = frozenset({model.Phase.ORIGIN.value, model.Phase.CRITICAL.value})
-_STOP_ERRORS = frozenset({model.ErrorType.LOOP_DETECTED.value, model.ErrorType.BUDGET_EXCEEDED.value})
+_FAIL_PHASES = frozenset({vocabulary.Phase.ORIGIN.value, vocabulary.Phase.CRITICAL.value})
+_STOP_ERRORS = frozenset({vocabulary.ErrorType.LOOP_DETECTED.value, vocabulary.ErrorType.BUDGET_EXCEEDED.value})
 _MAX_ID = (1 << 64) - 1
 _DECISIONS_KEPT = 65536
 
@@ -56,11 +56,11 @@ def is_failing(span: ReadableSpan, attrs: Any = None, events: Any = None) -> boo
         return True
     if attrs is None and events is None:
         attrs, events = _raw(span)
-    if attrs and (attrs.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(model.ERROR_TYPE) in _STOP_ERRORS):
+    if attrs and (attrs.get(semconv.LIFECYCLE_PHASE) in _FAIL_PHASES or attrs.get(semconv.ERROR_TYPE) in _STOP_ERRORS):
         return True
     for event in events or ():
         ea = event.attributes
-        if ea and (ea.get(model.LIFECYCLE_PHASE) in _FAIL_PHASES or ea.get(model.ERROR_TYPE) in _STOP_ERRORS):
+        if ea and (ea.get(semconv.LIFECYCLE_PHASE) in _FAIL_PHASES or ea.get(semconv.ERROR_TYPE) in _STOP_ERRORS):
             return True
     return False
 

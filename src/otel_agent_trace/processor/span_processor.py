@@ -24,8 +24,9 @@ from otel_agent_trace import config as config_module
 from otel_agent_trace import provider_hooks
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.processor.redaction import Redactor, is_ours, scrub_span
-from otel_agent_trace.processor.rules import Rules, load_rules
+from otel_agent_trace.processor.redaction_rules import Rules, load_rules
 from otel_agent_trace.processor.sampling import TailSampler
+from otel_agent_trace.semconv import GEN_AI_OPERATION_NAME
 
 _log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class AgentTraceSpanProcessor(SpanProcessor):
             attributes = span.attributes or {}
             # a chat in the GenAI conventions (official openai-v2, OpenLLMetry), or OpenInference's LLM span
             return (parent is not None and parent.span_id in self._adopting  # type: ignore[operator]
-                    and (attributes.get("gen_ai.operation.name") == "chat"
+                    and (attributes.get(GEN_AI_OPERATION_NAME) == "chat"
                          or attributes.get("openinference.span.kind") == "LLM"))
         except Exception:  # noqa: BLE001 - fail-open: nothing may reach the host
             self._once("coexist=adopt (span kept)")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import Message
+from otel_agent_trace.messages import Message
 from otel_agent_trace.recorder.stream import wrap_stream
 
 
@@ -121,8 +121,6 @@ def plain_tools(tools: Any) -> list[Any]:
         _TOOLS_CACHE.clear()
     _TOOLS_CACHE[key] = (tools, copy)
     return copy
-
-
 
 
 def proxied_parse(parse: Any, invocation: Any, accumulator: Callable[[], Any]) -> Any:

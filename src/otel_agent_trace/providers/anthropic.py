@@ -20,7 +20,9 @@ from typing import Any
 import wrapt
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, Outcome, ToolCall, classify_result
+from otel_agent_trace.detectors import classify_result
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.vocabulary import Outcome
 from otel_agent_trace.providers._translate import (
     awaited_parse, content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers import genai_replay
 from otel_agent_trace.providers._translate import get as _get, plain
 from otel_agent_trace.recorder.calls import chat_wrapper

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.messages import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, stream
 from otel_agent_trace.providers._translate import get as _get
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.messages import ChatRequest
 from otel_agent_trace.providers import openai as openai_provider
 from otel_agent_trace.providers import openai_replay
 from otel_agent_trace.providers import responses as responses_provider

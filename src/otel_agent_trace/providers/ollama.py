@@ -24,7 +24,7 @@ from typing import Any
 
 from otel_agent_trace import hashing
 from otel_agent_trace.integration import Integration, patches
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import content_text, get as _get, plain, plain_tools
 from otel_agent_trace.recorder.calls import chat_wrapper
 from otel_agent_trace.recorder.stream import wrap_stream

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
     awaited_parse, content_text, get as _get, is_omitted, normalized, plain, plain_tools, proxied_parse, tokens,
 )

@@ -26,7 +26,7 @@ from typing import Any
 
 from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, ToolCall
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, ToolCall
 from otel_agent_trace.providers._translate import (
     awaited_parse, content_text, get as _get, is_omitted, plain, plain_tools, proxied_parse, tokens,
 )

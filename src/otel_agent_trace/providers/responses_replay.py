@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.messages import ChatRequest, ChatResponse
 from otel_agent_trace.providers._replayed import answer, is_async_client, is_raw, stream
 from otel_agent_trace.providers._translate import is_omitted
 from otel_agent_trace.replay.wire import json_answer, sse_answer

@@ -19,7 +19,7 @@ import inspect
 from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.messages import ChatRequest
 from otel_agent_trace.recorder.handler import Handler, installed_handler
 from otel_agent_trace.recorder.interceptor import LIVE, Build
 from otel_agent_trace.recorder.invocation import Invocation, NoInvocation

@@ -18,12 +18,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id
 
 from otel_agent_trace import hashing
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.cost import COST_USD, cost_usd
+from otel_agent_trace.cost import cost_usd
+from otel_agent_trace.semconv import COST_USD, GEN_AI_TOOL_DEFINITIONS, OUTPUT_MESSAGE_HASH
 from otel_agent_trace.recorder import guards
-from otel_agent_trace.model import (
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message, to_semconv
+from otel_agent_trace.semconv import (
     CONTEXT_HASH,
-    CONTEXT_MESSAGE_HASHES,
     CONTEXT_MESSAGES,
+    CONTEXT_MESSAGE_HASHES,
     CONTEXT_NEW_MESSAGES,
     CONTEXT_SHARED_PREFIX,
     ERROR_TYPE,
@@ -51,23 +53,13 @@ from otel_agent_trace.model import (
     STEP_KIND,
     STEP_SPAN_PREFIX,
     STEP_TOOL_CALLS,
-    ChatRequest,
-    ChatResponse,
-    ErrorType,
-    Message,
-    Outcome,
-    Phase,
-    Relation,
-    to_semconv,
 )
+from otel_agent_trace.vocabulary import ErrorType, Outcome, Phase, Relation
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
 from otel_agent_trace.recorder.run import RunInvocation
 from otel_agent_trace.recorder.state import StepState
 from otel_agent_trace.recorder.tool_spans import infer_tool_results
-
-GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # semconv (opt-in content)
-OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
 class ChatInvocation(Invocation):

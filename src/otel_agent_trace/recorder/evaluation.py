@@ -34,8 +34,14 @@ from opentelemetry import trace
 
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import (GEN_AI_EVALUATION_EXPLANATION, GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_RESULT,
-                                    GEN_AI_EVALUATION_SCORE_LABEL, GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_RESPONSE_ID)
+from otel_agent_trace.semconv import (
+    GEN_AI_EVALUATION_EXPLANATION,
+    GEN_AI_EVALUATION_NAME,
+    GEN_AI_EVALUATION_RESULT,
+    GEN_AI_EVALUATION_SCORE_LABEL,
+    GEN_AI_EVALUATION_SCORE_VALUE,
+    GEN_AI_RESPONSE_ID,
+)
 
 EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: a small span about a whole trace (no span id given)
 SPAN_EVENT, LOG_RECORD, SPAN = "span_event", "log_record", "span"
@@ -144,7 +150,7 @@ def _redaction(cfg: Any) -> Any:
     with _redactor_lock:
         if _redactor is None:
             from otel_agent_trace.processor.redaction import Redactor
-            from otel_agent_trace.processor.rules import load_rules
+            from otel_agent_trace.processor.redaction_rules import load_rules
 
             _redactor = Redactor(key=cfg.redact_key, rules=load_rules(cfg.redact_rules))
         return _redactor

@@ -16,7 +16,7 @@ import re
 from typing import Any, Iterable
 
 from otel_agent_trace.detectors import distinctive_values, leaves, value_key
-from otel_agent_trace.model import parse_json_or_text
+from otel_agent_trace.json_text import parse_json_or_text
 
 __all__ = ["declared_values", "distinctive_values", "is_writer", "leaves", "path_arguments", "path_like",
            "value_key"]

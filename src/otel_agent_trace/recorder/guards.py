@@ -18,25 +18,26 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_agent_trace import detectors, hashing, schema
 from otel_agent_trace.errors import AgentBudgetExceeded
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import ChatRequest, ChatResponse
+from otel_agent_trace.semconv import (
+    BUDGET_EXCEEDED,
+    BUDGET_LIMIT,
+    BUDGET_REASON,
+    BUDGET_USED,
+    CONTEXT_DROPPED_HASHES,
+    CONTEXT_DROPPED_ROLES,
     ERROR_TYPE,
+    FABRICATED_VALUES,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_NAME,
     LIFECYCLE_PHASE,
     LOOP_COUNT,
-    Outcome,
-    ChatRequest,
-    ChatResponse,
-    ErrorType,
-    Phase,
-    parse_json_or_text,
+    VALIDATION_ERRORS,
 )
+from otel_agent_trace.vocabulary import ErrorType, Outcome, Phase
 from otel_agent_trace.recorder.run import RunInvocation as RunState
 from otel_agent_trace.recorder.state import StepState
-
-BUDGET_EXCEEDED = "agent_trace.budget.exceeded"
-FABRICATED_VALUES = "agent_trace.fabricated.values"
-DROPPED_HASHES = "agent_trace.context.dropped_hashes"
-DROPPED_ROLES = "agent_trace.context.dropped_roles"
-VALIDATION_ERRORS = "agent_trace.validation.errors"
 
 
 def mark_origin(step: StepState, error_type: ErrorType, **event: Any) -> None:
@@ -73,8 +74,8 @@ def check_budget(run: RunState) -> AgentBudgetExceeded | None:
             if run.exceed_budget(reason):
                 run.span.set_attribute(BUDGET_EXCEEDED, reason)
                 mark_run_critical(run, ErrorType.BUDGET_EXCEEDED, str(exceeded),
-                                  **{"agent_trace.budget.reason": reason, "agent_trace.budget.limit": float(limit),
-                                     "agent_trace.budget.used": float(value)})
+                                  **{BUDGET_REASON: reason, BUDGET_LIMIT: float(limit),
+                                     BUDGET_USED: float(value)})
             return exceeded if config.budget_action == "raise" else None
     return None
 
@@ -89,12 +90,12 @@ def check_context_dropped(run: RunState, step: StepState, short_hashes: list[str
     if not dropped:
         return
     roles = [run.message_roles.get(h, "unknown") for h in dropped]
-    step.span.set_attribute(DROPPED_HASHES, dropped)
-    step.span.set_attribute(DROPPED_ROLES, roles)
+    step.span.set_attribute(CONTEXT_DROPPED_HASHES, dropped)
+    step.span.set_attribute(CONTEXT_DROPPED_ROLES, roles)
     if detectors.drops_instructions(roles):
-        mark_origin(step, ErrorType.CONTEXT_DROPPED, **{DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
+        mark_origin(step, ErrorType.CONTEXT_DROPPED, **{CONTEXT_DROPPED_HASHES: dropped, CONTEXT_DROPPED_ROLES: roles})
     else:  # a sliding window over old turns is common: worth an event, not an error
-        step.span.add_event(ErrorType.CONTEXT_DROPPED.value, {DROPPED_HASHES: dropped, DROPPED_ROLES: roles})
+        step.span.add_event(ErrorType.CONTEXT_DROPPED.value, {CONTEXT_DROPPED_HASHES: dropped, CONTEXT_DROPPED_ROLES: roles})
 
 
 # --- on a response -----------------------------------------------------------------------------
@@ -104,14 +105,14 @@ def check_tool_calls(run: RunState, step: StepState, request: ChatRequest, respo
     for call in response.tool_calls:
         arguments = detectors.parse_arguments(call.arguments)
         if declared and call.name not in declared:
-            mark_origin(step, ErrorType.UNKNOWN_TOOL, **{"gen_ai.tool.name": call.name,
-                                                         "gen_ai.tool.call.id": call.id})
+            mark_origin(step, ErrorType.UNKNOWN_TOOL, **{GEN_AI_TOOL_NAME: call.name,
+                                                         GEN_AI_TOOL_CALL_ID: call.id})
         else:
             problems = (detectors.argument_problems(arguments, declared[call.name]) if declared
                         else ["$: arguments are not valid JSON"] if detectors.malformed_arguments(call.arguments) else [])
             if problems:
-                mark_origin(step, ErrorType.INVALID_ARGUMENTS, **{"gen_ai.tool.name": call.name,
-                                                                  "gen_ai.tool.call.id": call.id,
+                mark_origin(step, ErrorType.INVALID_ARGUMENTS, **{GEN_AI_TOOL_NAME: call.name,
+                                                                  GEN_AI_TOOL_CALL_ID: call.id,
                                                                   VALIDATION_ERRORS: problems})
         key = detectors.call_key(call.name, arguments)
         count = run.count_call(key)  # every request: only a key requested `threshold` times can loop
@@ -119,7 +120,7 @@ def check_tool_calls(run: RunState, step: StepState, request: ChatRequest, respo
             ok_before = _ok_calls(run, key)
             if detectors.loop_reached(ok_before, threshold):
                 step.span.set_attribute(LOOP_COUNT, threshold)
-                mark_origin(step, ErrorType.LOOP_DETECTED, **{"gen_ai.tool.name": call.name, LOOP_COUNT: threshold})
+                mark_origin(step, ErrorType.LOOP_DETECTED, **{GEN_AI_TOOL_NAME: call.name, LOOP_COUNT: threshold})
 
 
 def _ok_calls(run: RunState, key: tuple[str, str]) -> int:

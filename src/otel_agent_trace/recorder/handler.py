@@ -33,7 +33,8 @@ from otel_agent_trace import hashing
 from otel_agent_trace._failopen import logger, safely
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.errors import AgentBudgetExceeded
-from otel_agent_trace.model import INSTRUMENTATION_SCOPE, ChatRequest
+from otel_agent_trace.messages import ChatRequest
+from otel_agent_trace.semconv import INSTRUMENTATION_SCOPE
 from otel_agent_trace.recorder.chat import ChatInvocation, open_chat
 from otel_agent_trace.recorder.content import ContentPolicy
 from otel_agent_trace.recorder.implicit_runs import ImplicitRuns
@@ -213,7 +214,6 @@ def record_tool(name: str, arguments: Any = None, call_id: str | None = None,
                 reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Invocation:
     """Record one tool execution: `with record_tool("lookup", args, call_id) as t: t.stop(result)`."""
     return get_handler().tool(name, arguments, call_id, reads, writes)
-
 
 
 _RUN_MARK = "__agent_trace_run__"

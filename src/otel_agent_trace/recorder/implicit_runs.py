@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.config import AgentTraceConfig
-from otel_agent_trace.model import ChatRequest
+from otel_agent_trace.messages import ChatRequest
 from otel_agent_trace.recorder.run import RunInvocation, current_task, live
 from otel_agent_trace.recorder.state import implicit_run
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.messages import ChatRequest, ChatResponse
 
 LIVE = object()  # the interceptor has no answer: call the real client or tool
 

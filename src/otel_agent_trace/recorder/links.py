@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from opentelemetry.trace import Link, SpanContext, format_span_id
 
-from otel_agent_trace.model import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION, Relation
+from otel_agent_trace.semconv import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION
+from otel_agent_trace.vocabulary import Relation
 
 
 @dataclass

@@ -30,7 +30,9 @@ from opentelemetry.sdk.trace import SpanProcessor
 
 from otel_agent_trace._failopen import log_once
 from otel_agent_trace.cardinality import CappedValues
-from otel_agent_trace.model import (
+from otel_agent_trace.semconv import (
+    BUDGET_EXCEEDED,
+    BUDGET_REASON,
     COST_USD,
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
@@ -47,8 +49,8 @@ from otel_agent_trace.model import (
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     STEP_SPAN_PREFIX,
-    ErrorType,
 )
+from otel_agent_trace.vocabulary import ErrorType
 
 # the GenAI semantic conventions' advisory bucket boundaries (gen-ai-metrics.md)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
@@ -59,8 +61,6 @@ COST_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10)
 GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 SERVER_ADDRESS, SERVER_PORT = "server.address", "server.port"
 RUN_STATUS = "agent_trace.run.status"
-BUDGET_REASON = "agent_trace.budget.reason"
-BUDGET_EXCEEDED = "agent_trace.budget.exceeded"  # (the run span's attribute, recorder/guards.py)
 _CHAT_OPERATIONS = frozenset({OP_CHAT, "text_completion", "generate_content"})
 # scopes of instrumentations that emit the GenAI client metrics with their chat spans: the official
 # contrib ones and OpenLLMetry (`opentelemetry.instrumentation.*`), and those built on

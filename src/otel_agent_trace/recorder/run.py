@@ -28,12 +28,13 @@ from otel_agent_trace.causes import cause
 from otel_agent_trace.hashing import value_key
 from otel_agent_trace.config import AgentTraceConfig
 from otel_agent_trace.errors import AgentBudgetExceeded
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message
+from otel_agent_trace.semconv import (
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_AGENT_NAME,
     GEN_AI_OPERATION_NAME,
-    INSTRUCTION_ROLES,
     LIFECYCLE_PHASE,
     OP_INVOKE_AGENT,
     RUN_AGENTS,
@@ -41,15 +42,8 @@ from otel_agent_trace.model import (
     RUN_IMPLICIT,
     RUN_OUTCOME_OF,
     RUN_OUTCOME_SPAN,
-    ChatRequest,
-    ChatResponse,
-    ErrorType,
-    Message,
-    Outcome,
-    Phase,
-    Relation,
-    parse_json_or_text,
 )
+from otel_agent_trace.vocabulary import INSTRUCTION_ROLES, ErrorType, Outcome, Phase, Relation
 from otel_agent_trace.recorder.content import ContentPolicy
 from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.recorder.invocation import Invocation

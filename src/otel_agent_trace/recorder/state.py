@@ -12,7 +12,8 @@ from typing import Any
 
 from opentelemetry.trace import Span, SpanContext
 
-from otel_agent_trace.model import Outcome, ToolCall
+from otel_agent_trace.messages import ToolCall
+from otel_agent_trace.vocabulary import Outcome
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 import wrapt
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatResponse
+from otel_agent_trace.messages import ChatResponse
 from otel_agent_trace.recorder.chat import ChatInvocation
 
 

@@ -16,7 +16,9 @@ from typing import Any, Iterable
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_agent_trace.model import (
+from otel_agent_trace.detectors import classify_result
+from otel_agent_trace.messages import ChatRequest
+from otel_agent_trace.semconv import (
     ERROR_TYPE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_OPERATION_NAME,
@@ -27,16 +29,11 @@ from otel_agent_trace.model import (
     GEN_AI_TOOL_TYPE,
     LIFECYCLE_PHASE,
     OP_EXECUTE_TOOL,
-    OUTCOME_ERROR_TYPE,
     STEP_INDEX,
     TOOL_OUTCOME,
     TOOL_SOURCE,
-    ChatRequest,
-    Outcome,
-    Phase,
-    Relation,
-    classify_result,
 )
+from otel_agent_trace.vocabulary import OUTCOME_ERROR_TYPE, Outcome, Phase, Relation
 from otel_agent_trace.recorder import flow
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies

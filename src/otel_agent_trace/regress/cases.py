@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from otel_agent_trace.semconv import CONTEXT_NEW_MESSAGES
 
 TIERS = ("core", "regular", "explore")
 CASE_FILE, TRACE_FILE = "case.json", "trace.jsonl"
@@ -65,10 +66,10 @@ def failure_signature(run: dict[str, Any]) -> list[str] | None:
 
 def input_hash(run: Any) -> str | None:
     """sha256 (16 hex) of the run's first user message: the task, whoever ran it."""
-    from otel_agent_trace.model import CONTEXT_MESSAGE_HASHES
+    from otel_agent_trace.semconv import CONTEXT_MESSAGE_HASHES
 
     for step in run.steps:
-        for item in orjson.loads(step.attributes.get("agent_trace.context.new_messages") or "[]"):
+        for item in orjson.loads(step.attributes.get(CONTEXT_NEW_MESSAGES) or "[]"):
             message = item.get("message") or {}
             if message.get("role") == "user":
                 return hashlib.sha256(str(message.get("content")).encode()).hexdigest()[:16]
@@ -79,7 +80,7 @@ def input_hash(run: Any) -> str | None:
 
 
 def run_name(run: Any) -> str | None:
-    from otel_agent_trace.model import RUN_NAME
+    from otel_agent_trace.semconv import RUN_NAME
 
     return run.root.attr(RUN_NAME) or run.agent
 
@@ -87,7 +88,7 @@ def run_name(run: Any) -> str | None:
 def replay_of(run: Any) -> str | None:
     """The trace id a replayed run replays (`agent_trace.replay.of`: on the resource when the
     replay's detector is enabled, on the run's span always), else None."""
-    from otel_agent_trace.replay import REPLAY_OF
+    from otel_agent_trace.semconv import REPLAY_OF
 
     return run.root.resource.get(REPLAY_OF) or run.root.attr(REPLAY_OF)
 

@@ -18,12 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.model import (
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_RESULT,
-    GEN_AI_TOOL_NAME,
-    parse_json_or_text,
-)
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME
 from otel_agent_trace.regress.cases import Case, RegressError, analyzed, failure_signature, input_hash, load_cases, replay_of, run_name
 
 SUMMARY_FILE = ".regress-summary.json"
@@ -57,7 +53,7 @@ class Team:
 def load_team(path: str | None) -> Team:
     if not path:
         return Team()
-    from otel_agent_trace.analyzer.rules import RulesError, load_config, load_rules
+    from otel_agent_trace.analyzer.critical_rules import RulesError, load_config, load_rules
 
     try:
         rules, config = load_rules(path), load_config(path)

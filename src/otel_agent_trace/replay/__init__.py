@@ -17,8 +17,8 @@ from typing import Iterator
 
 from otel_agent_trace.replay.errors import ReplayDivergence, ReplayUnavailable
 from otel_agent_trace.replay.replayer import Replayer
+from otel_agent_trace.semconv import REPLAY_OF
 
-REPLAY_OF = "agent_trace.replay.of"
 
 __all__ = ["REPLAY_OF", "ReplayDivergence", "ReplayUnavailable", "Replayer", "current", "replay"]
 

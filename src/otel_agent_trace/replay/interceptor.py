@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.model import ChatRequest, ChatResponse
+from otel_agent_trace.messages import ChatRequest, ChatResponse
 from otel_agent_trace.recorder.interceptor import LIVE, Build
-from otel_agent_trace.replay import REPLAY_OF, ReplayDivergence, current
+from otel_agent_trace.replay import ReplayDivergence, current
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 from otel_agent_trace.replay.wire import Wire, through
+from otel_agent_trace.semconv import REPLAY_OF
 
 
 def replayed(invocation: Any, build: Build, wrapped: Any, instance: Any, args: tuple, kwargs: dict,

@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import ChatResponse, Message, semconv_messages
+from otel_agent_trace.semconv import (
     CONTEXT_HASH,
     CONTEXT_MESSAGE_HASHES,
+    CONTEXT_NEW_MESSAGES,
     ERROR_TYPE_SEMCONV,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_RESPONSE_FINISH_REASONS,
@@ -24,17 +27,12 @@ from otel_agent_trace.model import (
     GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    OUTPUT_MESSAGE_HASH,
+    STEP_INDEX,
     TOOL_OUTCOME,
     TOOL_SOURCE,
-    ChatResponse,
-    Message,
-    parse_json_or_text,
-    semconv_messages,
 )
 from otel_agent_trace.replay.errors import CONTENT_SETTING, RecordedToolError, ReplayUnavailable
-
-NEW_MESSAGES = "agent_trace.context.new_messages"  # written by recorder/chat.py
-OUTPUT_MESSAGE_HASH = "agent_trace.output.message_hash"
 
 
 @dataclass
@@ -96,12 +94,12 @@ def load(path: str, trace_id: str | None = None) -> Recording:
     steps: list[RecordedStep] = []
     for step in run.steps:
         chat = next((c for c in run.chats if c.parent_id == step.span_id), None)
-        index = step.attributes.get("agent_trace.step.index")
+        index = step.attributes.get(STEP_INDEX)
         if chat is None or GEN_AI_OUTPUT_MESSAGES not in chat.attributes:
             raise ReplayUnavailable(
                 f"{where}: step {index} has no recorded model answer: the trace was recorded without content "
                 f"capture; record it again with {CONTENT_SETTING}")
-        for item in parse_json_or_text(step.attributes.get(NEW_MESSAGES)) or ():
+        for item in parse_json_or_text(step.attributes.get(CONTEXT_NEW_MESSAGES)) or ():
             if isinstance(item, dict) and isinstance(item.get("message"), dict):
                 found = from_canonical(item["message"])
                 if found is not None:
@@ -134,7 +132,7 @@ def load(path: str, trace_id: str | None = None) -> Recording:
 
 def from_canonical(raw: dict[str, Any]) -> Message | None:
     """A message of `new_messages` (`Message.canonical()` form) back as a `Message`."""
-    from otel_agent_trace.model import ToolCall
+    from otel_agent_trace.messages import ToolCall
 
     calls = tuple(ToolCall(str(c.get("id") or ""), str(c.get("name") or ""),
                            c["arguments"] if isinstance(c.get("arguments"), str) else _dumps(c.get("arguments")))

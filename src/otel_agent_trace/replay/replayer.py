@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from otel_agent_trace import hashing
-from otel_agent_trace.model import ChatRequest, ChatResponse, Message, parse_json_or_text
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import ChatRequest, ChatResponse, Message
 from otel_agent_trace.replay.errors import ReplayDivergence
 from otel_agent_trace.replay.recording import Recording, RecordedStep
 
@@ -144,7 +145,6 @@ def _caller(earlier: list[Message], call_id: str | None) -> str | None:
             if call.id == call_id:
                 return call.name
     return None
-
 
 
 def _plain(value: Any) -> Any:

@@ -24,7 +24,8 @@ class ReplayResourceDetector(ResourceDetector):
         target = os.environ.get(ENV, "").strip()
         if not target:
             return Resource.get_empty()
-        from otel_agent_trace.replay import REPLAY_OF, ReplayUnavailable, split_target
+        from otel_agent_trace.replay import ReplayUnavailable, split_target
+        from otel_agent_trace.semconv import REPLAY_OF
         from otel_agent_trace.replay.recording import load
 
         try:

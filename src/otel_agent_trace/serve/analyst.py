@@ -15,7 +15,7 @@ import orjson
 
 from otel_agent_trace.analyzer import chunks
 from otel_agent_trace.analyzer.results import RunSummary
-from otel_agent_trace.analyzer.rules import load_rules
+from otel_agent_trace.analyzer.critical_rules import load_rules
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.report.reduce import summarize
 from otel_agent_trace.analyzer.spans import Span

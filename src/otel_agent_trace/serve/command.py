@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     rules = None
     if args.rules:
-        from otel_agent_trace.analyzer.rules import RulesError, load_rules
+        from otel_agent_trace.analyzer.critical_rules import RulesError, load_rules
 
         try:
             rules = load_rules(args.rules)

@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from otel_agent_trace.cardinality import CappedValues
-from otel_agent_trace.model import GEN_AI_AGENT_NAME, GEN_AI_TOOL_NAME
+from otel_agent_trace.semconv import GEN_AI_AGENT_NAME, GEN_AI_TOOL_NAME
 
 SCOPE = "otel_agent_trace.serve"
 RUN_STATUS = "agent_trace.run.status"

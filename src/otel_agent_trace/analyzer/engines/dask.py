@@ -24,7 +24,7 @@ import msgspec
 
 from otel_agent_trace.analyzer import analysis, chunks, inputs as inputs_
 from otel_agent_trace.analyzer.results import Reduced
-from otel_agent_trace.analyzer.rules import load_rules
+from otel_agent_trace.analyzer.critical_rules import load_rules
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.readers.otlp_json import read_batches
 from otel_agent_trace.analyzer.spans import InputReport, Span

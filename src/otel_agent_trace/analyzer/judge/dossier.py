@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.locate import Finding
-from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
-from otel_agent_trace.model import GEN_AI_AGENT_NAME
+from otel_agent_trace.analyzer.show import decision_text, short, steps_of
+from otel_agent_trace.semconv import GEN_AI_AGENT_NAME, GEN_AI_INPUT_MESSAGES
 
-_TASK_ATTRIBUTES = ("input.value", "gen_ai.input.messages", "agent_trace.run.input")
+_TASK_ATTRIBUTES = ("input.value", GEN_AI_INPUT_MESSAGES, "agent_trace.run.input")
 
 
 @dataclass

@@ -24,7 +24,7 @@ did not flag every error type. This package derives, for every span of a run, a 
 * propagate - a span that depends (any relation) on an origin or propagate span.
 * recovered - an origin that a later `retry_of` chain ended in success (edges recorded, or,
               when a trace has none, the next execution of the same tool: a derived retry).
-* critical  - set by the critical-failure rules (rules.py), not here.
+* critical  - set by the critical-failure rules (critical_rules.py), not here.
 
 Recorded values win over derived ones; `derived=True` says the analyzer inferred it.
 Flags are facts rules can match on besides the error type (`tool_retry_exceeded`, ...).

@@ -9,11 +9,12 @@ from typing import Any
 from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.lifecycle.context import received_once
 from otel_agent_trace.analyzer.lifecycle.state import START_ID, Lifecycle, mark
-from otel_agent_trace.analyzer.normalize import SUBAGENT_RUNS
 from otel_agent_trace.analyzer.normalize.evidence import listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import GEN_AI_TOOL_NAME, ErrorType, semconv_messages
+from otel_agent_trace.messages import semconv_messages
+from otel_agent_trace.semconv import GEN_AI_TOOL_NAME, SUBAGENT_RUNS
+from otel_agent_trace.vocabulary import ErrorType
 
 UNSUPPORTED_ANSWER = "unsupported_answer"  # analyzer only: see `unsupported_answer`
 

@@ -7,16 +7,22 @@ from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.lifecycle.state import Lifecycle, mark
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import (CONTEXT_MESSAGE_HASHES, GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT,
-                                    STEP_INDEX, STEP_KIND, ErrorType, parse_json_or_text)
-
-NEW_MESSAGES = "agent_trace.context.new_messages"  # (recorder/chat.py) messages first seen at a step
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import (
+    CONTEXT_MESSAGE_HASHES,
+    CONTEXT_NEW_MESSAGES,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_RESULT,
+    STEP_INDEX,
+    STEP_KIND,
+)
+from otel_agent_trace.vocabulary import ErrorType
 
 
 def new_messages(step: Span) -> list[tuple[str, str, str | None]]:
     """(hash, role, text content) of the messages a step's context showed first
     (`agent_trace.context.new_messages`, with content capture)."""
-    raw = step.attributes.get(NEW_MESSAGES)
+    raw = step.attributes.get(CONTEXT_NEW_MESSAGES)
     items = parse_json_or_text(raw) if raw is not None else None
     out = []
     for item in items if isinstance(items, list) else ():

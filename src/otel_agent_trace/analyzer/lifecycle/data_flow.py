@@ -8,7 +8,9 @@ from otel_agent_trace.analyzer.graph import Graph
 from otel_agent_trace.analyzer.lifecycle.state import Lifecycle, derived_origin, tool_name_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, Relation, parse_json_or_text
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
+from otel_agent_trace.vocabulary import Relation
 
 DEGENERATE_VALUE = "degenerate_value"  # analyzer only: see `degenerate_flows`
 _DEGENERATE = (0, 0.0, "", None, -1, "N/A", "n/a", "null", "None", "unknown", "UNKNOWN", "-")

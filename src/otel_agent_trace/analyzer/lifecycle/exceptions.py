@@ -7,7 +7,7 @@ from otel_agent_trace.analyzer.lifecycle.state import PROPAGATE, Lifecycle, deri
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
-from otel_agent_trace.model import ErrorType
+from otel_agent_trace.vocabulary import ErrorType
 
 # evidence.exception_kind -> error type (who failed: the model's format/arguments, a budget, the tool)
 KIND_ERROR_TYPE = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.lifecycle.state import Lifecycle, count, decider_of, mark
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.model import ErrorType
+from otel_agent_trace.vocabulary import ErrorType
 
 _LOOP_DETECTED = ErrorType.LOOP_DETECTED.value
 

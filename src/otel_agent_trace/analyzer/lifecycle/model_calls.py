@@ -7,7 +7,8 @@ from typing import Any
 from otel_agent_trace.analyzer.lifecycle.state import Lifecycle, derived_origin
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import STATUS_ERROR
-from otel_agent_trace.model import GEN_AI_OUTPUT_MESSAGES, GEN_AI_RESPONSE_FINISH_REASONS, ErrorType
+from otel_agent_trace.semconv import GEN_AI_OUTPUT_MESSAGES, GEN_AI_RESPONSE_FINISH_REASONS
+from otel_agent_trace.vocabulary import ErrorType
 
 def chat_origins(run: Run, life: Lifecycle) -> dict[str, Any]:
     """Model calls that failed (`llm_error`) or were cut at the length limit (`truncated_output`).

@@ -6,7 +6,7 @@ from otel_agent_trace.analyzer.lifecycle.state import ORIGIN, Lifecycle, SpanSta
 from otel_agent_trace.analyzer.lifecycle.tool_calls import TOOL_DEFINITIONS_KEYS
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
-from otel_agent_trace.model import ERROR_TYPE, LIFECYCLE_PHASE
+from otel_agent_trace.semconv import ERROR_TYPE, LIFECYCLE_PHASE
 
 _DEFINITIONS_0, _DEFINITIONS_1, _DEFINITIONS_2 = TOOL_DEFINITIONS_KEYS
 

@@ -10,7 +10,9 @@ from typing import Any
 from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_NAME, Phase, Relation, parse_json_or_text
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_NAME
+from otel_agent_trace.vocabulary import Phase, Relation
 
 # enum values read in per-span loops, looked up once (an Enum member's `.value` is a descriptor call)
 ORIGIN, PROPAGATE, RECOVERED, CRITICAL = (p.value for p in (Phase.ORIGIN, Phase.PROPAGATE, Phase.RECOVERED,

@@ -8,23 +8,24 @@ from typing import Any
 from otel_agent_trace import detectors
 from otel_agent_trace.analyzer.lifecycle.exceptions import KIND_ERROR_TYPE, exception_reason, raised
 from otel_agent_trace.analyzer.lifecycle.state import UNPARSED, Lifecycle, count, decider_of, derived_origin
-from otel_agent_trace.analyzer.normalize import ERROR_EVIDENCE
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import (
+    ERROR_EVIDENCE,
+    GEN_AI_REQUEST_TOOLS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_DEFINITIONS,
     GEN_AI_TOOL_NAME,
-    OUTCOME_ERROR_TYPE,
+    TOOL_DEFINITIONS,
     TOOL_OUTCOME,
-    ErrorType,
-    Outcome,
-    parse_json_or_text,
 )
+from otel_agent_trace.vocabulary import OUTCOME_ERROR_TYPE, ErrorType, Outcome
 
-TOOL_DEFINITIONS_KEYS = ("gen_ai.tool.definitions", "gen_ai.request.tools", "agent_trace.tool.definitions")
+TOOL_DEFINITIONS_KEYS = (GEN_AI_TOOL_DEFINITIONS, GEN_AI_REQUEST_TOOLS, TOOL_DEFINITIONS)
 # `agent_trace.tool.outcome` value -> the error type it means (None: ok); an unknown value is absent
 OUTCOME_TYPE = {o.value: (OUTCOME_ERROR_TYPE[o].value if o != Outcome.OK else None) for o in Outcome}
 

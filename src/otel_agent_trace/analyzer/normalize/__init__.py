@@ -42,12 +42,13 @@ from collections import defaultdict
 
 from otel_agent_trace.analyzer.normalize.conventions import LLM, RUN, TOOL, Facts, facts_of
 from otel_agent_trace.analyzer.normalize.evidence import result_error
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, STATUS_ERROR, Span
+from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
-from otel_agent_trace.model import (
+from otel_agent_trace.semconv import (
     DEPENDS_ON,
     DEPENDS_ON_RELATIONS,
+    ERROR_EVIDENCE,
     ERROR_TYPE,
     GEN_AI_AGENT_NAME,
     GEN_AI_OPERATION_NAME,
@@ -58,22 +59,20 @@ from otel_agent_trace.model import (
     GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    HARNESS_CALL,
+    INSTRUMENTATION_SCOPE,
+    NORMALIZED_FROM,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     STEP_INDEX,
     STEP_KIND,
     STEP_TOOL_CALLS,
+    SUBAGENT_RUNS,
     TOOL_OUTCOME,
-    INSTRUMENTATION_SCOPE,
-    ErrorType,
-    Outcome,
-    Relation,
 )
+from otel_agent_trace.vocabulary import ErrorType, Outcome, Relation
 
-HARNESS_CALL = "agent_trace.harness_call"  # a trailing LLM call outside the agent (see is_harness_call)
-ERROR_EVIDENCE = "agent_trace.error.evidence"  # the text that proved a tool result an error
-SUBAGENT_RUNS = "agent_trace.run.subagent_runs"  # runs nested directly in this run (managed agents)
 _CALL_ID_TEXT = re.compile(r"Call id:\s*([A-Za-z0-9_\-.:]+)")
 _MATCH_CHARS = 200  # the leading characters of a tool result looked for in later contexts
 _MIN_MATCH = 12

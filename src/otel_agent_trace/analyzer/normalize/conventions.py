@@ -19,7 +19,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.model import Message, ToolCall, parse_json_or_text, semconv_messages
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import Message, ToolCall, semconv_messages
+from otel_agent_trace.semconv import (
+    GEN_AI_AGENT_NAME,
+    GEN_AI_COMPLETION_PREFIX,
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROMPT_PREFIX,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_USAGE_COMPLETION_TOKENS,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    GEN_AI_USAGE_PROMPT_TOKENS,
+)
 
 RUN, LLM, TOOL, OTHER = "run", "llm", "tool", "other"
 _INDEXED = re.compile(r"^(\d+)\.(.*)$")
@@ -48,7 +67,7 @@ def facts_of(span: Span) -> Facts | None:
         return _openinference(span)
     if "traceloop.span.kind" in a or "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
         return _openllmetry(span)
-    if "gen_ai.operation.name" in a:
+    if GEN_AI_OPERATION_NAME in a:
         return _genai(span)
     return None
 
@@ -158,13 +177,13 @@ def _openllmetry(span: Span) -> Facts:
                      arguments=_unwrap(a.get("traceloop.entity.input"), "inputs"),
                      result=_unwrap(a.get("traceloop.entity.output"), "outputs"))
     if "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
-        outputs = [_ollm_message(m) for m in _indexed(a, "gen_ai.completion.")]
-        return Facts("openllmetry", LLM, inputs=[_ollm_message(m) for m in _indexed(a, "gen_ai.prompt.")],
+        outputs = [_ollm_message(m) for m in _indexed(a, GEN_AI_COMPLETION_PREFIX)]
+        return Facts("openllmetry", LLM, inputs=[_ollm_message(m) for m in _indexed(a, GEN_AI_PROMPT_PREFIX)],
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or None,
-                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")),
-                     input_tokens=_count(a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))),
-                     output_tokens=_count(a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))))
+                     model=_text(a.get(GEN_AI_REQUEST_MODEL) or a.get(GEN_AI_RESPONSE_MODEL)),
+                     input_tokens=_count(a.get(GEN_AI_USAGE_INPUT_TOKENS, a.get(GEN_AI_USAGE_PROMPT_TOKENS))),
+                     output_tokens=_count(a.get(GEN_AI_USAGE_OUTPUT_TOKENS, a.get(GEN_AI_USAGE_COMPLETION_TOKENS))))
     return Facts("openllmetry", OTHER)
 
 
@@ -191,17 +210,17 @@ _LLM_OPS = {"chat", "text_completion", "generate_content"}
 
 def _genai(span: Span) -> Facts:
     a = span.attributes
-    op = str(a.get("gen_ai.operation.name"))
+    op = str(a.get(GEN_AI_OPERATION_NAME))
     if op == "invoke_agent":
-        return Facts("genai", RUN, agent_name=_text(a.get("gen_ai.agent.name")) or span.name)
+        return Facts("genai", RUN, agent_name=_text(a.get(GEN_AI_AGENT_NAME)) or span.name)
     if op == "execute_tool":
-        return Facts("genai", TOOL, tool_name=_text(a.get("gen_ai.tool.name")) or span.name.removeprefix("execute_tool "),
-                     call_id=_text(a.get("gen_ai.tool.call.id")), arguments=a.get("gen_ai.tool.call.arguments"),
-                     result=a.get("gen_ai.tool.call.result"))
+        return Facts("genai", TOOL, tool_name=_text(a.get(GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool "),
+                     call_id=_text(a.get(GEN_AI_TOOL_CALL_ID)), arguments=a.get(GEN_AI_TOOL_CALL_ARGUMENTS),
+                     result=a.get(GEN_AI_TOOL_CALL_RESULT))
     if op in _LLM_OPS:
-        outputs = semconv_messages(a.get("gen_ai.output.messages"))
-        return Facts("genai", LLM, inputs=semconv_messages(a.get("gen_ai.input.messages")),
+        outputs = semconv_messages(a.get(GEN_AI_OUTPUT_MESSAGES))
+        return Facts("genai", LLM, inputs=semconv_messages(a.get(GEN_AI_INPUT_MESSAGES)),
                      calls=[c for m in outputs for c in m.tool_calls],
                      output_text="\n".join(m.content for m in outputs if m.content) or None,
-                     model=_text(a.get("gen_ai.request.model") or a.get("gen_ai.response.model")))
+                     model=_text(a.get(GEN_AI_REQUEST_MODEL) or a.get(GEN_AI_RESPONSE_MODEL)))
     return Facts("genai", OTHER)

@@ -16,13 +16,14 @@ from typing import Any
 from otel_agent_trace.analyzer.analysis import Analysis, Reduced
 from otel_agent_trace.analyzer.graph import RESULT_OF
 from otel_agent_trace.analyzer.locate import Finding
-from otel_agent_trace.analyzer.replay import decision_text, short, steps_of
+from otel_agent_trace.analyzer.show import decision_text, short, steps_of
 from otel_agent_trace.analyzer.report.fleet import (DETAIL_ALL_RUNS, EXAMPLES_PER_GROUP, Signature, examples,
                                                    repeated,
                                                    failure_groups, reliability_items, run_key)
 from otel_agent_trace.analyzer.report.json_report import to_dict
 from otel_agent_trace.analyzer.runs import is_step_span, is_tool_span
-from otel_agent_trace.model import GEN_AI_TOOL_NAME, STRONG_RELATIONS, Relation
+from otel_agent_trace.semconv import GEN_AI_TOOL_NAME
+from otel_agent_trace.vocabulary import STRONG_RELATIONS, Relation
 
 PHASE_FILL = {"origin": "#d62728", "propagate": "#ff9f1c", "recovered": "#2ca02c", "critical": "#7b2cbf", None: "#9db4c8"}
 E = html.escape

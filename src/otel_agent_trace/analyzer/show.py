@@ -22,25 +22,24 @@ from otel_agent_trace.analyzer.locate import Finding, error_type_of, failure_tex
 from otel_agent_trace.analyzer.metrics import token_count
 from otel_agent_trace.analyzer.normalize.conventions import Facts, facts_of
 from otel_agent_trace.analyzer.runs import Run, is_tool_span
-from otel_agent_trace.analyzer.spans import NORMALIZED_FROM, Span
+from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.hashing import message_hash
-from otel_agent_trace.model import (
+from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.messages import Message, semconv_messages
+from otel_agent_trace.semconv import (
     CONTEXT_MESSAGE_HASHES,
+    CONTEXT_NEW_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    NORMALIZED_FROM,
     STEP_KIND,
     TOOL_OUTCOME,
-    Message,
-    Relation,
-    parse_json_or_text,
-    semconv_messages,
 )
-
-NEW_MESSAGES = "agent_trace.context.new_messages"
+from otel_agent_trace.vocabulary import Relation
 
 
 @dataclass
@@ -100,7 +99,7 @@ def steps_of(finding: Finding) -> list[StepView]:
             view.added = [h for h in hashes if h not in set(before)]
             view.dropped = [h for h in before if h not in set(hashes)]
             previous = hashes
-        new = parse_json_or_text(step.attr(NEW_MESSAGES))
+        new = parse_json_or_text(step.attr(CONTEXT_NEW_MESSAGES))
         if isinstance(new, list):
             view.new_messages = [m for m in new if isinstance(m, dict)]
         elif inputs:

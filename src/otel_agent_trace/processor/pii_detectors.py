@@ -18,7 +18,7 @@ Unicode decimal digit become their ASCII character, one character for one, so of
 and `１３８００１３８０００` gets the pseudonym of `13800138000`.
 
 The result is ~0.1 ms per 8 KB of new prose in pure Python (see bench/bench_redaction.py), so no
-compiled regex engine is needed; user rules (`rules.py`) run as given.
+compiled regex engine is needed; user rules (`redaction_rules.py`) run as given.
 """
 
 from __future__ import annotations
