@@ -9,6 +9,7 @@ from __future__ import annotations
 INSTRUMENTATION_SCOPE = "otel_agent_trace"
 
 # --- attribute names (our own, under agent_trace.) -------------------------------------------
+AGENT_TRACE_PREFIX = "agent_trace."  # our namespace
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
 RUN_AGENTS = "agent_trace.run.agents"  # framework agents that ran as the body of an entry point / agent_run
@@ -85,6 +86,8 @@ GEN_AI_REQUEST_TOOLS = "gen_ai.request.tools"  # an older name of the tool defin
 # OpenLLMetry's older names, read from foreign traces (analyzer/normalize/conventions.py)
 GEN_AI_PROMPT_PREFIX = "gen_ai.prompt."  # gen_ai.prompt.N.role / .content
 GEN_AI_COMPLETION_PREFIX = "gen_ai.completion."
+GEN_AI_PROMPT_FIRST_ROLE = "gen_ai.prompt.0.role"  # (a span with a prompt has it)
+GEN_AI_COMPLETION_FIRST_ROLE = "gen_ai.completion.0.role"
 GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"
 GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"
 
@@ -101,6 +104,8 @@ VALIDATION_ERRORS = "agent_trace.validation.errors"
 TOOL_DEFINITIONS = "agent_trace.tool.definitions"  # a framework's tools, where no semconv name fits
 REDACTION_COUNT = "agent_trace.redaction.count"
 SAMPLING_RATIO = "agent_trace.sampling.ratio"
+REDACTION_PREFIX = "agent_trace.redaction."  # the processor's keys (redaction.py, sampling.py)
+SAMPLING_PREFIX = "agent_trace.sampling."
 REPLAY_OF = "agent_trace.replay.of"  # resource: the trace a replaying process answers from
 MINIMIZED_FROM = "agent_trace.minimized.from_trace"
 MINIMIZED_SIGNATURE = "agent_trace.minimized.signature"

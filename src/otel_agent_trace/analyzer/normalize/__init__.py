@@ -46,6 +46,7 @@ from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.semconv import (
+    AGENT_TRACE_PREFIX,
     DEPENDS_ON,
     DEPENDS_ON_RELATIONS,
     ERROR_EVIDENCE,
@@ -65,6 +66,8 @@ from otel_agent_trace.semconv import (
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
+    REDACTION_PREFIX,
+    SAMPLING_PREFIX,
     STEP_INDEX,
     STEP_KIND,
     STEP_TOOL_CALLS,
@@ -90,11 +93,11 @@ def is_ours(spans: list[Span]) -> bool:
         attributes = s.attributes
         if STEP_INDEX in attributes or TOOL_OUTCOME in attributes:
             return True
-    return any(key.startswith("agent_trace.") and key != NORMALIZED_FROM and not key.startswith(_PROCESSOR_KEYS)
+    return any(key.startswith(AGENT_TRACE_PREFIX) and key != NORMALIZED_FROM and not key.startswith(_PROCESSOR_KEYS)
                for s in spans for key in s.attributes)
 
 
-_PROCESSOR_KEYS = ("agent_trace.redaction.", "agent_trace.sampling.")
+_PROCESSOR_KEYS = (REDACTION_PREFIX, SAMPLING_PREFIX)
 
 
 def normalize_trace(spans: list[Span]) -> str | None:

@@ -23,10 +23,12 @@ from otel_agent_trace.json_text import parse_json_or_text
 from otel_agent_trace.messages import Message, ToolCall, semconv_messages
 from otel_agent_trace.semconv import (
     GEN_AI_AGENT_NAME,
+    GEN_AI_COMPLETION_FIRST_ROLE,
     GEN_AI_COMPLETION_PREFIX,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROMPT_FIRST_ROLE,
     GEN_AI_PROMPT_PREFIX,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
@@ -65,7 +67,8 @@ def facts_of(span: Span) -> Facts | None:
     a = span.attributes
     if "openinference.span.kind" in a:
         return _openinference(span)
-    if "traceloop.span.kind" in a or "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
+    if ("traceloop.span.kind" in a or "llm.request.type" in a or GEN_AI_PROMPT_FIRST_ROLE in a
+            or GEN_AI_COMPLETION_FIRST_ROLE in a):
         return _openllmetry(span)
     if GEN_AI_OPERATION_NAME in a:
         return _genai(span)
@@ -176,7 +179,7 @@ def _openllmetry(span: Span) -> Facts:
         return Facts("openllmetry", TOOL, tool_name=_text(a.get("traceloop.entity.name")) or span.name,
                      arguments=_unwrap(a.get("traceloop.entity.input"), "inputs"),
                      result=_unwrap(a.get("traceloop.entity.output"), "outputs"))
-    if "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a:
+    if "llm.request.type" in a or GEN_AI_PROMPT_FIRST_ROLE in a or GEN_AI_COMPLETION_FIRST_ROLE in a:
         outputs = [_ollm_message(m) for m in _indexed(a, GEN_AI_COMPLETION_PREFIX)]
         return Facts("openllmetry", LLM, inputs=[_ollm_message(m) for m in _indexed(a, GEN_AI_PROMPT_PREFIX)],
                      calls=[c for m in outputs for c in m.tool_calls],

@@ -14,8 +14,9 @@ reported; an unknown enum value (status code, span kind) is read as unset and no
 Ids may be hex (OTLP JSON) or base64 (protobuf JSON mapping).
 
 Speed (NOTES.md: object creation, not disk, is the bound): where the optional native reader is
-built and the analysis's settings allow it (`native_reader`: native/, Rust), it reads a record of the common shape straight into the
-spans `_typed_spans` would make, and declines (None) anything else, which the paths below read.
+built and the analysis's settings allow it (`native_reader`: native/, Rust), it reads a record
+of the common shape straight into the spans `_typed_spans` would make, and declines (None)
+anything else, which the paths below read.
 Otherwise a record is first decoded with msgspec
 into the typed Structs of `otlp_typed` (the common shape only: no dict per key/value wrapper),
 then read by `_typed_spans`. Anything that shape refuses, or that `_typed_spans` would read
@@ -172,7 +173,8 @@ def _by_trace(spans: list[Span]) -> Record:
     return record
 
 
-def read_record(raw: bytes, number: int, path: str, report: InputReport, native: NativeRead | None = None) -> list[Span]:
+def read_record(raw: bytes, number: int, path: str, report: InputReport,
+                native: NativeRead | None = None) -> list[Span]:
     """Spans of one record (a JSON Lines line or a decompressed frame); `native`: the native
     reader's `read` (`native_reader`), else None (the Python paths)."""
     report.bytes_read += len(raw)
