@@ -31,3 +31,56 @@ def test_product_modules_never_import_test_support():
                                                      or n.startswith("otel_agent_trace.scripted_servers."))
                  for p in product}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(tree: ast.Module) -> set[str]:
+    """Modules a module imports, at load time or later in a function (not under TYPE_CHECKING)."""
+    names: set[str] = set()
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(block.test) for n in ast.walk(block)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _cycles(prefixes: tuple[str, ...]) -> list[list[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: sorted(n for n in _runtime_imports(ast.parse(path.read_text(), str(path)))
+                          if n in modules and n != name and n.startswith(prefixes))
+             for name, path in modules.items() if name.startswith(prefixes)}
+    found, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                found.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    return found
+
+
+def test_the_analyzer_and_the_vocabulary_import_no_circle():
+    """The analyzer's modules (analysis, chunks, lifecycle/, ...) and the shared vocabulary
+    (semconv, vocabulary, messages, json_text, detectors) import each other in one direction only."""
+    analyzer = _cycles(("otel_agent_trace.analyzer",))
+    shared = _cycles(("otel_agent_trace.semconv", "otel_agent_trace.vocabulary", "otel_agent_trace.messages",
+                      "otel_agent_trace.json_text", "otel_agent_trace.detectors", "otel_agent_trace.schema"))
+    assert len(list(PACKAGE.joinpath("analyzer").rglob("*.py"))) > 30  # (the walk saw the package)
+    assert (analyzer, shared) == ([], [])
