@@ -21,9 +21,8 @@ import hashlib
 from typing import Any
 
 from otel_agent_trace.analyzer.spans import InputReport, Span
-from otel_agent_trace.semconv import GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_RESULT
+from otel_agent_trace.semconv import EVALUATION_SOURCE, GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_RESULT
 
-EVALUATION_SOURCE = "agent_trace.evaluation.source"  # analyzer-side only: `log_record` | `span` | `span_event`
 _EVENT_NAME_ATTRIBUTE = "event.name"
 
 
