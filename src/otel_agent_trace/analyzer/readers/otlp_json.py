@@ -34,9 +34,9 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from otel_agent_trace.analyzer.readers import otlp_logs, otlp_typed
+from otel_agent_trace.analyzer.readers import otlp_logs, otlp_typed, otlp_values
 from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
-from otel_agent_trace.analyzer.readers.otlp_values import (MAX_ATTRIBUTE_CHARS, any_value, attributes_careful, enum_field,
+from otel_agent_trace.analyzer.readers.otlp_values import (any_value, attributes_careful, enum_field,
                                                            hex_id, int_field, short)
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
@@ -180,7 +180,7 @@ def read_record(raw: bytes, number: int, path: str, report: InputReport,
     if spans is None:
         try:
             export = _decode_export(raw)
-            if len(raw) > MAX_ATTRIBUTE_CHARS:  # a decoded string is never longer than the record's bytes
+            if len(raw) > otlp_values.MAX_ATTRIBUTE_CHARS:  # a decoded string is never longer than the record's bytes
                 _refuse_long_strings(export)
             spans = _typed_spans(export, path, number, report)
         except _NOT_TYPED:  # not the common shape (or a `BAD_RECORD`): the orjson path reads or reports it
@@ -197,7 +197,7 @@ def _read_native(native: NativeRead, raw: bytes, path: str, number: int) -> Reco
     """The native reader's `Record` of the record (what `_typed_spans` makes of it), or None where
     it declines (any shape it does not read exactly as the typed path does), or fails: fail-open,
     the Python paths then read the record."""
-    if len(raw) > MAX_ATTRIBUTE_CHARS:  # it does not check the length of strings
+    if len(raw) > otlp_values.MAX_ATTRIBUTE_CHARS:  # it does not check the length of strings
         return None
     try:
         return native(raw, path, number)
@@ -409,7 +409,7 @@ def _refuse_long_strings(export: otlp_typed.Export) -> None:
         for items in lists:
             for item in items:
                 text = item.value.stringValue
-                if text is not None and len(text) > MAX_ATTRIBUTE_CHARS:
+                if text is not None and len(text) > otlp_values.MAX_ATTRIBUTE_CHARS:
                     raise ValueError("long string")
 
 
@@ -454,7 +454,7 @@ def _value_typed(value: otlp_typed.Scalar, array: otlp_typed.Array | None) -> An
     text, number, real, flag = value.stringValue, value.intValue, value.doubleValue, value.boolValue
     if array is None:
         if text is not None:
-            if number is None and real is None and flag is None and len(text) <= MAX_ATTRIBUTE_CHARS:
+            if number is None and real is None and flag is None and len(text) <= otlp_values.MAX_ATTRIBUTE_CHARS:
                 return text
         elif number is not None:
             if real is None and flag is None:
