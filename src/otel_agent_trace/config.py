@@ -65,7 +65,7 @@ class AgentTraceConfig:
     redact: bool = True
     redact_key: str | None = None
     redact_rules: str | None = None
-    # built-in detector kinds whose values redaction leaves alone, e.g. "US_SSN,UK_NINO" (processor/detectors.KINDS)
+    # built-in detector kinds whose values redaction leaves alone, e.g. "US_SSN,UK_NINO" (processor/pii_detectors.KINDS)
     redact_disabled: tuple[str, ...] = ()
     sample_ratio: float = 1.0
     sampler_max_spans: int = 100_000
