@@ -14,7 +14,7 @@ import copy
 import pytest
 from hypothesis import strategies as st
 
-from otel_agent_trace.analyzer.readers import otlp_json
+from otel_agent_trace.analyzer.readers import otlp_json, otlp_values
 from otel_agent_trace.analyzer.spans import InputReport
 
 _TRACE = "5464ecc280b0c08bc77024208aa4248c"
@@ -124,7 +124,7 @@ def _typed_reads(raw: bytes) -> bool:
 
 @pytest.fixture(autouse=True)
 def _short_max(monkeypatch):
-    monkeypatch.setattr(otlp_json, "MAX_ATTRIBUTE_CHARS", 8)  # long strings without megabytes
+    monkeypatch.setattr(otlp_values, "MAX_ATTRIBUTE_CHARS", 8)  # long strings without megabytes
 
 
 _ONE = ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","startTimeUnixNano":"5",'

@@ -3,9 +3,14 @@ OpenInference and OpenLLMetry register `opentelemetry_instrumentor` entry points
 `opentelemetry-instrument` run of the suite would load (and both call theirs `openai` and
 `langchain`, so one cannot be told from the other by name).
 
+crewai gets one too: 1.15.30 cannot be installed beside the test venv's pins (it needs openai<3,
+pydantic<2.13, mcp<2, aiosqlite~=0.21, regex~=2026.1 and older rich, jiter, docstring-parser).
+The pins a venv's packages cannot take (`INCOMPATIBLE_PINS`, pip's resolution) are left out of its
+constraints; every other pin holds.
+
 `peer_python(peer)` builds the venv on first use, like bench/_agent_loop.py's venvs: a checkout
 editable with `constraints.txt` and the extra `test-<peer>` from pyproject.toml (the peer's OpenAI
-and LangChain instrumentations, pinned in constraints.txt, and the LangChain stack). The venvs are
+and LangChain instrumentations, pinned in constraints.txt, and the LangChain stack; crewai). The venvs are
 cached outside the checkout, beside the e2e tests' Go binaries (tests/e2e/gobuild.py), in
 `$XDG_CACHE_HOME/otel-agent-trace/venvs/<peer>-<key>`, the key a hash of pyproject.toml,
 constraints.txt and the Python version: a fresh clone or another worktree with the same files
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +36,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ("openinference", "openllmetry")
+# venv -> the constraints.txt pins its packages conflict with (left free for pip to resolve)
+INCOMPATIBLE_PINS = {
+    "crewai": ("aiosqlite", "docstring-parser", "jiter", "mcp", "mcp-types", "openai", "pydantic", "pydantic-core",
+               "regex", "rich"),
+}
 
 
 def _key() -> str:
@@ -53,6 +64,18 @@ def _without_cargo(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join(path)}
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _constraints(left_free: tuple[str, ...]) -> str:
+    """constraints.txt without the pins of `left_free` (names compared as pip does)."""
+    free = {_normal(n) for n in left_free}
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    return "\n".join(line for line in lines
+                     if _normal(re.split(r"[=<>!~;\[ ]", line.strip(), maxsplit=1)[0]) not in free) + "\n"
+
+
 def peer_python(peer: str) -> tuple[Path | None, str]:
     """(the venv's python, "") or (None, pip's output when the install failed)."""
     home = venv_home(peer)
@@ -73,8 +96,10 @@ def peer_python(peer: str) -> tuple[Path | None, str]:
         if home.exists():  # a failed or older install: start clean
             shutil.rmtree(home)
         venv.EnvBuilder(with_pip=True).create(home)
+        constraints = home / "constraints.txt"
+        constraints.write_text(_constraints(INCOMPATIBLE_PINS.get(peer, ())))
         proc = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                               "-c", str(ROOT / "constraints.txt"), "-e", f"{ROOT}[test-{peer}]"],
+                               "-c", str(constraints), "-e", f"{ROOT}[test-{peer}]"],
                               capture_output=True, text=True, env=_without_cargo(dict(os.environ)))
         if proc.returncode != 0:
             return None, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -83,6 +108,6 @@ def peer_python(peer: str) -> tuple[Path | None, str]:
 
 
 if __name__ == "__main__":  # python tests/stacks/peer_venvs.py [peer ...]: build them ahead
-    for name in sys.argv[1:] or PEERS:
+    for name in sys.argv[1:] or (*PEERS, *INCOMPATIBLE_PINS):
         found, output = peer_python(name)
         print(name, found or f"failed:\n{output}")
