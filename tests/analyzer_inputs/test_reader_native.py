@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_reader_typed import _both, _export, _odd_exports, _spots, _typed_reads
 
-from otel_agent_trace.analyzer.readers import otlp_json
+from otel_agent_trace.analyzer.readers import otlp_json, otlp_values
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ try:
     from otel_agent_trace.analyzer.readers import _native  # type: ignore[attr-defined]
 except ImportError:
     _native = None
-_DEFAULT_MAX = otlp_json.MAX_ATTRIBUTE_CHARS
+_DEFAULT_MAX = otlp_values.MAX_ATTRIBUTE_CHARS
 needs_native = pytest.mark.skipif(_native is None, reason="the native reader (native/, Rust) was not built: "
                                   "cargo was not on the PATH when the package was installed")
 
@@ -91,16 +91,16 @@ def _hex_ids(node):
 @contextlib.contextmanager
 def _max_chars(limit: int):
     """`MAX_ATTRIBUTE_CHARS` for a part of one example (the fixture below sets it for the test)."""
-    saved, otlp_json.MAX_ATTRIBUTE_CHARS = otlp_json.MAX_ATTRIBUTE_CHARS, limit
+    saved, otlp_values.MAX_ATTRIBUTE_CHARS = otlp_values.MAX_ATTRIBUTE_CHARS, limit
     try:
         yield
     finally:
-        otlp_json.MAX_ATTRIBUTE_CHARS = saved
+        otlp_values.MAX_ATTRIBUTE_CHARS = saved
 
 
 @pytest.fixture
 def _short_max(monkeypatch):
-    monkeypatch.setattr(otlp_json, "MAX_ATTRIBUTE_CHARS", 8)  # long strings without megabytes
+    monkeypatch.setattr(otlp_values, "MAX_ATTRIBUTE_CHARS", 8)  # long strings without megabytes
 
 
 # Generated records, every path on each: drawing a record costs hypothesis ~25x what reading it
