@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per phase (interleaved); the median is reported")
     parser.add_argument("--phases", default="raw,read,group,analyze,cli1,cli")
     parser.add_argument("--smoke", action="store_true",
-                        help="the test suite's run: 0.5 MB, once, read/group/analyze/cli1 (tests/test_bench_smoke.py)")
+                        help="the test suite's run: 0.5 MB, once, read/group/analyze/cli1 (tests/test_bench_smoke_analyzer.py)")
     parser.add_argument("--from", dest="source", help="generate FILE from copies of these real traces")
     args = parser.parse_args()
     if args.smoke:

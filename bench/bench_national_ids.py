@@ -7,7 +7,7 @@ Positives: valid SSNs (area 001-899 but 666, group 01-99, serial 0001-9999) writ
 or `123 45 6789`, inside prose, JSON strings, `key=value`, and next to punctuation. Negatives:
 invalid SSNs (area 000/666/9xx, group 00, serial 0000), dates and times, ZIP+4 codes, phone
 numbers, ids that merely contain a 3-2-4 group (`ORD-123-45-6789`, `v123-45-6789`), version
-strings, bare 9-digit numbers. Each text goes through both scan paths (`detectors.find_all`, the
+strings, bare 9-digit numbers. Each text goes through both scan paths (`pii_detectors.find_all`, the
 Hyperscan prefilter when installed); a positive counts as found when a `US_SSN` covers all of
 it, a negative as a false positive when any `US_SSN` is reported in it. UK NINO and Canadian SIN
 likewise (`valid_nino`/`negative_nino`, `valid_sin`/`negative_sin`): a SIN is 3-3-3 digits with one
@@ -142,7 +142,7 @@ def negative_sin(rng: random.Random) -> str:
 
 def _aadhaar_digits(rng: random.Random) -> str:
     body = str(rng.randint(2, 9)) + f"{rng.randint(0, 10**10 - 1):010d}"
-    return next(body + d for d in "0123456789" if detectors.verhoeff_ok(body + d))
+    return next(body + d for d in "0123456789" if pii_detectors.verhoeff_ok(body + d))
 
 
 def _quads(digits: str, sep: str) -> str:
@@ -178,7 +178,7 @@ KINDS = {"US_SSN": (valid, negative), "UK_NINO": (valid_nino, negative_nino), "C
 
 
 def scanners() -> dict[str, object]:
-    out: dict[str, object] = {"find_all": detectors.find_all}
+    out: dict[str, object] = {"find_all": pii_detectors.find_all}
     try:
         from otel_agent_trace.processor.fast_scan import FastScanner
 

@@ -377,3 +377,52 @@ except ToolInputGuardrailTripwireTriggered:
     assert attributes(stopped)["error.type"] == "ToolInputGuardrailTripwireTriggered"
     assert "agent_trace.lifecycle.phase" not in attributes(rejected) or \
         attributes(rejected)["agent_trace.lifecycle.phase"] != "critical"
+
+
+def test_tool_output_guardrail_trips_are_events_on_the_run(tmp_path):
+    """A function tool's output guardrail: rejecting the empty lookup (the model reads the
+    rejection, not the result) is a `guardrail_tripped` event on the run naming the guardrail and
+    the tool, and the tool span still records what the tool returned; raising stops the run, which
+    fails with the SDK's `ToolOutputGuardrailTripwireTriggered`."""
+    proc, traces = run_instrumented(PRELUDE + """
+from agents import ToolGuardrailFunctionOutput, ToolOutputGuardrailTripwireTriggered, tool_output_guardrail
+
+@tool_output_guardrail
+def no_empty_lookups(data):
+    if json.loads(data.output) == []:
+        return ToolGuardrailFunctionOutput.reject_content("no such order: ask the customer", output_info="[]")
+    return ToolGuardrailFunctionOutput.allow()
+
+@tool_output_guardrail
+def stop_empty_lookups(data):
+    if json.loads(data.output) == []:
+        return ToolGuardrailFunctionOutput.raise_exception(output_info="[]")
+    return ToolGuardrailFunctionOutput.allow()
+
+lookup_order.tool_output_guardrails = [no_empty_lookups]
+print("REPLY", Runner.run_sync(support, TICKET).final_output)
+lookup_order.tool_output_guardrails = [stop_empty_lookups]
+try:
+    Runner.run_sync(support, TICKET)
+except ToolOutputGuardrailTripwireTriggered:
+    print("stopped")
+""", tmp_path)
+    assert proc.returncode == 0 and "stopped" in proc.stdout, proc.stderr[-2000:]
+    ours = _ours(traces)
+    rejected, stopped = _named(ours, "invoke_agent")
+    for run, behavior, guardrail in ((rejected, "reject_content", "no_empty_lookups"),
+                                     (stopped, "raise_exception", "stop_empty_lookups")):
+        [event] = [e for e in run["events"] if e["name"] == "guardrail_tripped"]
+        a = attributes(event)
+        assert (a["agent_trace.guardrail.kind"], a["agent_trace.guardrail.behavior"], a["gen_ai.tool.name"],
+                a["agent_trace.guardrail.name"]) == ("tool_output", behavior, "lookup_order", guardrail)
+    lookups = [s for s in ours if s["name"] == "execute_tool lookup_order"]
+    assert [s["traceId"] for s in lookups] == [rejected["traceId"], stopped["traceId"]]
+    assert {attributes(s)["gen_ai.tool.call.result"] for s in lookups} == {"[]"}  # what the tool returned
+    assert attributes(stopped)["error.type"] == "ToolOutputGuardrailTripwireTriggered"
+    assert len(_named([s for s in ours if s["traceId"] == stopped["traceId"]], "agent_step")) == 1  # stopped there
+    assert len(_named([s for s in ours if s["traceId"] == rejected["traceId"]], "agent_step")) == 3  # went on
+    runs = {r["trace_id"]: r for r in analyze(traces)["runs"]}
+    assert runs[stopped["traceId"]]["status"] == "failed"
+    assert "ToolOutputGuardrailTripwireTriggered" in runs[stopped["traceId"]]["critical"]["description"]
+    _assert_origin_lookup(runs[rejected["traceId"]])  # the rejected run answered on the empty lookup

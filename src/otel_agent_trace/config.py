@@ -65,7 +65,7 @@ class AgentTraceConfig:
     redact: bool = True
     redact_key: str | None = None
     redact_rules: str | None = None
-    # built-in detector kinds whose values redaction leaves alone, e.g. "US_SSN,UK_NINO" (processor/detectors.KINDS)
+    # built-in detector kinds whose values redaction leaves alone, e.g. "US_SSN,UK_NINO" (vocabulary.PII_KINDS)
     redact_disabled: tuple[str, ...] = ()
     sample_ratio: float = 1.0
     sampler_max_spans: int = 100_000
@@ -108,12 +108,12 @@ class AgentTraceConfig:
         if values.get("evaluation_threshold") is not None:
             parse_thresholds(values["evaluation_threshold"], ENV_PREFIX + "EVALUATION_THRESHOLD: ")
         if values.get("redact_disabled"):
-            from otel_agent_trace.processor.pii_detectors import KINDS
+            from otel_agent_trace.vocabulary import PII_KINDS
 
             values["redact_disabled"] = tuple(k.strip().upper() for k in values["redact_disabled"])
-            unknown = sorted(set(values["redact_disabled"]) - set(KINDS))
+            unknown = sorted(set(values["redact_disabled"]) - set(PII_KINDS))
             if unknown:
-                raise ValueError(f"redact_disabled: unknown detector(s) {', '.join(unknown)} (known: {', '.join(KINDS)})")
+                raise ValueError(f"redact_disabled: unknown detector(s) {', '.join(unknown)} (known: {', '.join(PII_KINDS)})")
         for name, allowed in (("budget_action", ("record", "raise")), ("coexist", ("nest", "adopt", "off")),
                               ("replay_mode", ("strict", "fallthrough")), ("replay_tools", ("live", "recorded"))):
             if values.get(name, getattr(cls, name)) not in allowed:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from otel_agent_trace.json_text import parse_json_or_text
+from otel_agent_trace.semconv import CONTEXT_MESSAGE_HASHES, CONTEXT_SHARED_PREFIX
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,6 @@ def semconv_messages(value: Any) -> list[Message]:
         out.append(Message(str(m.get("role") or ""), "\n".join(texts) or None, tuple(calls),
                            answered or (str(tool_call_id) if tool_call_id else None)))
     return out
-
 
 
 def context_hashes(previous: list[str] | None, attributes: Any) -> list[str] | None:

@@ -6,7 +6,7 @@ Importing this imports our integration modules only; none of them imports its cl
 
 from __future__ import annotations
 
-from otel_agent_trace.frameworks import langchain, llama_index, mcp, openai_agents, pydantic_ai, smolagents
+from otel_agent_trace.frameworks import crewai, langchain, llama_index, mcp, openai_agents, pydantic_ai, smolagents
 from otel_agent_trace.integration import Integration
 from otel_agent_trace.providers import anthropic, genai, litellm, ollama, openai, responses
 
@@ -20,6 +20,7 @@ INTEGRATIONS: tuple[Integration, ...] = (
     llama_index.INTEGRATION,
     pydantic_ai.INTEGRATION,
     smolagents.INTEGRATION,
+    crewai.INTEGRATION,
     openai_agents.INTEGRATION,
     genai.INTEGRATION,
     ollama.INTEGRATION,

@@ -13,6 +13,9 @@ AGENT_TRACE_PREFIX = "agent_trace."  # our namespace
 RUN_NAME = "agent_trace.run.name"
 RUN_IMPLICIT = "agent_trace.run.implicit"
 RUN_AGENTS = "agent_trace.run.agents"  # framework agents that ran as the body of an entry point / agent_run
+# the trace id (32 hex) of the run this run resumes (a LangGraph thread resumed after `interrupt`, once
+# the interrupted run had ended); the run span also links to that run's span, relation `resumes`
+RUN_RESUMES = "agent_trace.run.resumes"
 # a run span ended early because its tracer provider shut down (value: "provider_shutdown")
 RUN_ENDED_BY = "agent_trace.run.ended_by"
 # the `run_outcome` span: an exception that failed a run after a flush had already exported it;
@@ -120,3 +123,40 @@ OP_INVOKE_AGENT = "invoke_agent"
 OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"
 STEP_SPAN_PREFIX = "agent_step"
+
+# --- evaluations (recorder/evaluation.py writes, analyzer/evaluations.py reads) -----------------
+EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: a small span about a whole trace (no span id given)
+EVALUATION_SOURCE = "agent_trace.evaluation.source"  # analyzer-side only: `log_record` | `span` | `span_event`
+
+# --- the task a run answers (read by --expected and the judge) -----------------------------------
+RUN_INPUT = "agent_trace.run.input"
+TASK_ID = "agent_trace.task.id"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+
+# --- findings as telemetry (serve/telemetry.py) and the recorder's metrics (recorder/metrics.py) ---
+RUN_STATUS = "agent_trace.run.status"
+ORIGIN_ERROR_TYPE = "agent_trace.origin.error_type"
+ORIGIN_SPAN_ID = "agent_trace.origin.span_id"
+ORIGIN_SPAN_NAME = "agent_trace.origin.span_name"
+ORIGIN_STEP_INDEX = "agent_trace.origin.step_index"
+BUG_CLASS = "agent_trace.bug_class"
+SERVE_DROP_REASON = "agent_trace.serve.drop_reason"
+SPAN_KIND = "agent_trace.span.kind"
+FINDING_SPAN_KIND = "agent_trace.finding"  # the finding spans' agent_trace.span.kind
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+# metric instrument names (docs/attributes.md, "Metrics")
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_RUNS = "agent_trace.runs"
+METRIC_RUN_STEPS = "agent_trace.run.steps"
+METRIC_RUN_COST = "agent_trace.run.cost"
+METRIC_RUN_LOOP_ABORTS = "agent_trace.run.loop_aborts"
+METRIC_RUN_BUDGET_STOPS = "agent_trace.run.budget_stops"
+METRIC_TOOL_CALLS = "agent_trace.tool.calls"
+METRIC_TOOL_ERRORS = "agent_trace.tool.errors"
+METRIC_SERVE_RUNS = "agent_trace.serve.runs"
+METRIC_SERVE_SPANS_DROPPED = "agent_trace.serve.spans.dropped"
+METRIC_SERVE_TRACES_EVICTED = "agent_trace.serve.traces.evicted"
+METRIC_SERVE_TRACES_ANALYSED = "agent_trace.serve.traces.analysed"
+METRIC_SERVE_TRACES_HELD = "agent_trace.serve.traces.held"
+METRIC_SERVE_SPANS_HELD = "agent_trace.serve.spans.held"

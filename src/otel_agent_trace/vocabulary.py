@@ -61,6 +61,9 @@ class Relation(str, enum.Enum):
     RESOURCE = "resource"
     RETRY_OF = "retry_of"
     DELEGATED_TO = "delegated_to"  # a sub-agent's run -> the step or tool that delegated to it
+    # a resumed run -> the run it resumes, in another trace (a link only: no `depends_on` mirror,
+    # which holds span ids of the same trace; `agent_trace.run.resumes` holds the trace id)
+    RESUMES = "resumes"
 
 
 STRONG_RELATIONS = frozenset({Relation.DECIDED_BY.value, Relation.DATA.value, Relation.RESOURCE.value})
@@ -71,3 +74,19 @@ OUTCOME_ERROR_TYPE = {
     Outcome.EMPTY_RESULT: ErrorType.TOOL_EMPTY_RESULT,
     Outcome.TIMEOUT: ErrorType.TOOL_TIMEOUT,
 }
+
+
+# the kinds of value the built-in PII detectors report (processor/pii_detectors.py): a redacted
+# value's placeholder names its kind, and `redact_disabled` accepts these names (config.py)
+PHONE = "PHONE"
+EMAIL = "EMAIL"
+CARD = "CARD"
+CN_ID = "CN_ID"
+IP = "IP"
+IBAN = "IBAN"
+SECRET = "SECRET"
+US_SSN = "US_SSN"
+UK_NINO = "UK_NINO"
+CA_SIN = "CA_SIN"
+IN_AADHAAR = "IN_AADHAAR"
+PII_KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN, IN_AADHAAR)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from inputs_support import failing_run, ids, line, span
 
 from otel_agent_trace.analyzer.analysis import analyze
-from otel_agent_trace.analyzer.readers import otlp_json
+from otel_agent_trace.analyzer.readers import otlp_values
 from otel_agent_trace.cli import main as cli_main
 
 GOOD = failing_run(0)
@@ -18,7 +18,7 @@ T = f"{1:032x}"
 
 
 def test_each_kind_of_bad_input_is_reported_with_line_and_reason(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(otlp_json, "MAX_ATTRIBUTE_CHARS", 1000)  # a "100 MB" attribute, scaled down
+    monkeypatch.setattr(otlp_values, "MAX_ATTRIBUTE_CHARS", 1000)  # a "100 MB" attribute, scaled down
     other = failing_run(1)
     wrong_types = dict(other[0], startTimeUnixNano={"x": 1})
     wrong_types["attributes"] = wrong_types["attributes"] + [{"key": "n", "value": {"intValue": "abc"}}]

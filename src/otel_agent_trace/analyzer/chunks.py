@@ -412,16 +412,21 @@ def merge(chunks: list[Chunk], results: list[ChunkResult], files: list[str], rul
                 continue
             applied.add(trace_id)
             outcome = final.pop(trace_id, None) if trace_id in split else result.traces.get(trace_id)
-            if outcome is None:
-                continue
-            notes, convention, summaries = outcome
-            for path, bad, line, reason in notes:
-                report = reports.get(path)
-                if report is not None:
-                    (report.bad if bad else report.warn)(line, reason)
-            if convention:
-                out.normalized[convention] = out.normalized.get(convention, 0) + 1
-            out.runs.extend(summaries)
+            if outcome is not None:
+                add_trace_outcome(outcome, reports, out)
+
+
+def add_trace_outcome(outcome: Any, reports: dict[str, InputReport], out: Reduced) -> None:
+    """One analysed trace into the reduced report: its notes to the input they name (by path), its
+    convention counted, its runs appended. The local and the Dask engines merge alike."""
+    notes, convention, summaries = outcome
+    for path, bad, line, reason in notes:
+        report = reports.get(path)
+        if report is not None:
+            (report.bad if bad else report.warn)(line, reason)
+    if convention:
+        out.normalized[convention] = out.normalized.get(convention, 0) + 1
+    out.runs.extend(summaries)
 
 
 def _add_report(into: InputReport, part: InputReport) -> None:

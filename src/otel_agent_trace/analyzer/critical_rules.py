@@ -24,23 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_trace import datafile, prices
+from otel_agent_trace.analyzer.evaluations import EvaluationSource
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
+from otel_agent_trace.analyzer.rule import Rule
 from otel_agent_trace.analyzer.runs import Run, is_chat_span, is_run_span, is_step_span, is_tool_span
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 
 
 class RulesError(ValueError):
     """The rules file is unusable (reported by the CLI, exit 2)."""
-
-
-@dataclass
-class Rule:
-    rule_id: str
-    description: str = ""
-    match: dict[str, Any] = field(default_factory=dict)
-    trace_back: bool = True
-    enabled: bool = True
-    builtin: bool = False
 
 
 @dataclass
@@ -104,8 +96,6 @@ EVALUATION_RULE_ID = "EVALUATION_FAILED"  # the built-in verdict source of analy
 def _with_evaluations(rules: list[Rule], data: dict[str, Any], where: str) -> list[Rule]:
     """`rules` and the built-in source of evaluation verdicts (settings from the environment,
     then the file's `evaluation_fail_labels` / `evaluation_threshold`)."""
-    from otel_agent_trace.analyzer.evaluations import EvaluationSource  # (it imports this module)
-
     try:
         return [*rules, EvaluationSource.configured(file=data, where=where)]
     except ValueError as exc:

@@ -30,11 +30,12 @@ from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from otel_agent_trace.analyzer import verdicts
-from otel_agent_trace.analyzer.readers.otlp_logs import EVALUATION_SOURCE
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Event, InputReport, Span
 from otel_agent_trace.config import ENV_PREFIX, AgentTraceConfig, parse_thresholds
 from otel_agent_trace.semconv import (
+    EVALUATION_SCOPE,
+    EVALUATION_SOURCE,
     ERROR_TYPE_SEMCONV,
     GEN_AI_EVALUATION_EXPLANATION,
     GEN_AI_EVALUATION_NAME,
@@ -46,7 +47,6 @@ from otel_agent_trace.semconv import (
 from otel_agent_trace.vocabulary import ErrorType
 
 EVALUATION_FAILED = ErrorType.EVALUATION_FAILED.value
-EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: recorded about a whole trace (recorder/evaluation.py)
 _LABELS_ENV, _THRESHOLD_ENV = ENV_PREFIX + "EVALUATION_FAIL_LABELS", ENV_PREFIX + "EVALUATION_THRESHOLD"
 _KEYS = (GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_SCORE_VALUE, GEN_AI_EVALUATION_SCORE_LABEL,
          GEN_AI_EVALUATION_EXPLANATION, GEN_AI_RESPONSE_ID, ERROR_TYPE_SEMCONV, EVALUATION_SOURCE)

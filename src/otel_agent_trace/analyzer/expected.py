@@ -30,12 +30,12 @@ from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.json_text import parse_json_or_text
 from otel_agent_trace.messages import semconv_messages
-from otel_agent_trace.semconv import CONTEXT_NEW_MESSAGES, GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES
+from otel_agent_trace.semconv import CONTEXT_NEW_MESSAGES, GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES, TASK_ID
 from otel_agent_trace.vocabulary import ErrorType
 
 WRONG_ANSWER = ErrorType.WRONG_ANSWER.value
 _KEYS = ("trace_id", "task_id", "input")
-_TASK_KEYS = ("agent_trace.task.id", "task.id", "task_id")
+_TASK_KEYS = (TASK_ID, "task.id", "task_id")
 
 
 class ExpectedError(ValueError):

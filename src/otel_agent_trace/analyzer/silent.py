@@ -34,6 +34,7 @@ from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.messages import semconv_messages
 from otel_agent_trace.semconv import (
+    GEN_AI_SYSTEM_INSTRUCTIONS,
     CONTEXT_NEW_MESSAGES,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
@@ -54,7 +55,7 @@ MAX_SUSPICIONS = 3
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
 _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
 
-_INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, "gen_ai.system_instructions")
+_INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS)
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
 _END_WORDS = re.compile(r"\b(?:TERMINATE|FINAL ANSWER:?|DONE)\b")
 # code execution output as multi-agent frameworks write it into the conversation (AG2's executor)

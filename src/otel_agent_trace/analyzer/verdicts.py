@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from otel_agent_trace.analyzer.lifecycle import Lifecycle
-from otel_agent_trace.analyzer.critical_rules import Rule
+from otel_agent_trace.analyzer.rule import Rule
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.vocabulary import ErrorType, Phase

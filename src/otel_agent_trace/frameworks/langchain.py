@@ -21,11 +21,10 @@ is the step its chat call opens.
 from __future__ import annotations
 
 import contextvars
-import weakref
 from typing import Any
 
 from otel_agent_trace._failopen import safely
-from otel_agent_trace.frameworks import langchain_callbacks
+from otel_agent_trace.frameworks import langchain_callbacks, langgraph_threads
 from otel_agent_trace.frameworks.runs import open_agent_run, run_of
 from otel_agent_trace.frameworks.tool_calls import Failed, tool_wrapper
 from otel_agent_trace.recorder.delegation import AgentRun, continue_run, resume
@@ -73,34 +72,38 @@ tool_run = tool_arun = tool_wrapper(_describe_tool, _tool_result, "langchain too
 def _graph_run(instance: Any, args: tuple, kwargs: dict) -> Invocation | None:
     """The run of this graph invocation, or None when it is already the run of this context. A
     resume (`Command(resume=...)`, or no input) of a checkpointed thread whose last run still
-    lingers goes on in that run."""
+    lingers goes on in that run; once that run has ended, the resume's run links to it
+    (`resumes`, frameworks/langgraph_threads.py)."""
     if _graph.get() is instance:
         return None
-    thread = safely("langgraph thread", _thread_of, instance, args, kwargs)
-    if thread is not None and _resumes_thread(args, kwargs):
-        continued = safely("langgraph resume", continue_run, installed_handler(), _threads.get(thread))
+    checkpointer = getattr(instance, "checkpointer", None)
+    thread = safely("langgraph thread", _thread_of, checkpointer, args, kwargs)
+    resumes = thread is not None and _resumes_thread(args, kwargs)
+    if resumes:
+        continued = safely("langgraph resume", continue_run, installed_handler(), langgraph_threads.lingering(thread))
         if continued is not None:
             return continued
     invocation = open_agent_run(getattr(instance, "name", None) or type(instance).__name__)
-    if thread is not None and isinstance(invocation, AgentRun) and not invocation.nested:
-        run = run_of(invocation)
-        if run is not None:
-            _threads[thread] = run
+    if thread is not None:
+        safely("langgraph thread.remember", _remember, thread, checkpointer, invocation, resumes)
     return invocation
 
 
-# a checkpointed LangGraph thread (checkpointer, thread_id) -> the run of its last invocation, own
-# and not nested (weakly: an ended run is dropped with its last reference)
-_threads: "weakref.WeakValueDictionary[tuple[int, str], Any]" = weakref.WeakValueDictionary()
+def _remember(thread: tuple[int, str], checkpointer: Any, invocation: Invocation, resumes: bool) -> None:
+    """The thread's run remembered (lingering when its own); a resume's run linked to the earlier one."""
+    run = run_of(invocation)
+    if run is None:
+        return
+    earlier = langgraph_threads.earlier(thread, checkpointer) if resumes else None
+    if earlier is not None:
+        run.link_resumed(earlier)
+    own = isinstance(invocation, AgentRun) and not invocation.nested
+    langgraph_threads.remember(thread, checkpointer, run, own)
 
 
-def _thread_of(instance: Any, args: tuple, kwargs: dict) -> tuple[int, str] | None:
-    checkpointer = getattr(instance, "checkpointer", None)
-    if checkpointer is None or isinstance(checkpointer, bool):
-        return None
+def _thread_of(checkpointer: Any, args: tuple, kwargs: dict) -> tuple[int, str] | None:
     config = kwargs.get("config", args[1] if len(args) > 1 else None)
-    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    return (id(checkpointer), str(thread_id)) if thread_id is not None else None
+    return langgraph_threads.thread_of(checkpointer, ((config or {}).get("configurable") or {}).get("thread_id"))
 
 
 def _resumes_thread(args: tuple, kwargs: dict) -> bool:

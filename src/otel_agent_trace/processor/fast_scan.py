@@ -38,13 +38,13 @@ _PATTERNS = [
     (rb"1[3-9]\d(?:[ -]?\d{4}){2}", _NUM, 0),
     (rb"\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?){2,6}", _NUM, 0),
     (rb"(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}", _NUM, 0),
-    (rb"\d{3}[- ]\d{2}[- ]\d{4}", _NUM, 0),  # US SSN (detectors.ssn_ok)
-    (rb"\d{3}[- ]\d{3}[- ]\d{3}", _NUM, 0),  # CA SIN (detectors.sin_ok)
-    (rb"\d{4}[- ]\d{4}[- ]\d{4}", _NUM, 0),  # IN Aadhaar (detectors.verhoeff_ok)
+    (rb"\d{3}[- ]\d{2}[- ]\d{4}", _NUM, 0),  # US SSN (pii_detectors.ssn_ok)
+    (rb"\d{3}[- ]\d{3}[- ]\d{3}", _NUM, 0),  # CA SIN (pii_detectors.sin_ok)
+    (rb"\d{4}[- ]\d{4}[- ]\d{4}", _NUM, 0),  # IN Aadhaar (pii_detectors.verhoeff_ok)
     (rb"[A-Za-z]{2}\d\d(?: ?[A-Za-z0-9]){11,30}", _IBAN, 0),  # any case (see pii_detectors.ibans_in)
     (rb"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|::", _V6, 0),  # full form, or compressed
     # secret literals (see pii_detectors._SECRETS); the window covers the literal, the value may run on
-    (rb"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", _NINO, 0),  # UK NINO (detectors.ninos_in)
+    (rb"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", _NINO, 0),  # UK NINO (pii_detectors.ninos_in)
     (rb"sk-|AKIA|ASIA|eyJ|gh[pousr]_|github_pat_|AIza|xox", _SECRET, 0),
     (rb"(?i)bearer[ \t]|(?:key|token|secret|passwd|password|pwd)[\"']?[ \t]*[=:]", _SECRET, 0),
 ]
@@ -107,7 +107,7 @@ class FastScanner:
             for lo, hi in _windows(secrets, _SECRET_BACK, size):
                 pii_detectors.secrets_in(text, lo, hi, out, lower)
         for lo, hi in _windows(ninos, _NINO_BACK, size):
-            detectors.ninos_in(text, lo, hi, out)
+            pii_detectors.ninos_in(text, lo, hi, out)
         if "@" in text:
             pii_detectors._emails(text, out)
         return pii_detectors.merge(out, disabled)

@@ -30,19 +30,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-PHONE = "PHONE"
-EMAIL = "EMAIL"
-CARD = "CARD"
-CN_ID = "CN_ID"
-IP = "IP"
-IBAN = "IBAN"
-SECRET = "SECRET"
-US_SSN = "US_SSN"
-UK_NINO = "UK_NINO"
-CA_SIN = "CA_SIN"
-IN_AADHAAR = "IN_AADHAAR"
-# every kind a built-in detector reports: the names `redact_disabled` accepts (config.py)
-KINDS = (PHONE, EMAIL, CARD, CN_ID, IP, IBAN, SECRET, US_SSN, UK_NINO, CA_SIN, IN_AADHAAR)
+from otel_agent_trace.vocabulary import CA_SIN, CARD, CN_ID, EMAIL, IBAN, IN_AADHAAR, IP, PHONE, SECRET, UK_NINO, US_SSN
 
 
 @dataclass(frozen=True)
@@ -526,7 +514,7 @@ BUILTIN: dict[str, Finder] = {
 def find_all(text: str, finders: Iterable[Finder] = BUILTIN.values(),
              disabled: frozenset[str] = frozenset()) -> list[Found]:
     """All non-overlapping sensitive values of `text`, leftmost first, longest on ties; none of
-    the `disabled` kinds (`KINDS`)."""
+    the `disabled` kinds (`vocabulary.PII_KINDS`)."""
     text = fold(text)
     out: list[Found] = []
     for finder in finders:

@@ -292,8 +292,9 @@ def end_call(invocation: Any, result: Any) -> Any:
 
 def _stop(invocation: Any, response: Any) -> None:
     _remember(invocation.request, response)
-    invocation.stop(parse_response(response))
+    # before the stop, as a stream's accumulator does: an answered implicit run's last step ends with it
     safely("responses.built_in_tools", record_built_in_tools, invocation, response)
+    invocation.stop(parse_response(response))
 
 
 wrapper = chat_wrapper(_request, end_call, "openai.responses", responses_replay.build)

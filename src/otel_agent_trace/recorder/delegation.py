@@ -33,13 +33,18 @@ from otel_agent_trace.recorder.run import RunInvocation, caller_of_here, current
 from otel_agent_trace.recorder.state import active_tool, agent_running
 
 
+def tool_running() -> bool:
+    """A recorded tool is running here: an agent invoked now is called by the agent using it."""
+    tool = active_tool.get()
+    return tool is not None and not tool.settled
+
+
 def run_to_join(handler: Handler | None) -> RunInvocation | None:
     """The run the program opened around this agent invocation, which no agent calls: no recorded
     tool is running and no framework agent's code is running in that run."""
     if handler is None or not handler.enabled:
         return None
-    tool = active_tool.get()
-    if tool is not None and not tool.settled:
+    if tool_running():
         return None
     run = current_explicit()
     if run is None or agent_running.get() is run:

@@ -35,6 +35,7 @@ from opentelemetry import trace
 from otel_agent_trace import config as config_module
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.semconv import (
+    EVALUATION_SCOPE,
     GEN_AI_EVALUATION_EXPLANATION,
     GEN_AI_EVALUATION_NAME,
     GEN_AI_EVALUATION_RESULT,
@@ -43,7 +44,6 @@ from otel_agent_trace.semconv import (
     GEN_AI_RESPONSE_ID,
 )
 
-EVALUATION_SCOPE = "agent_trace.evaluation.scope"  # `trace`: a small span about a whole trace (no span id given)
 SPAN_EVENT, LOG_RECORD, SPAN = "span_event", "log_record", "span"
 _redactor: Any = None
 _redactor_lock = threading.Lock()

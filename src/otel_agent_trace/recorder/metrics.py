@@ -41,13 +41,24 @@ from otel_agent_trace.semconv import (
     GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_MODEL,
+    GEN_AI_TOKEN_TYPE,
     GEN_AI_TOOL_NAME,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     INSTRUMENTATION_SCOPE,
+    METRIC_OPERATION_DURATION,
+    METRIC_RUN_BUDGET_STOPS,
+    METRIC_RUN_COST,
+    METRIC_RUN_LOOP_ABORTS,
+    METRIC_RUN_STEPS,
+    METRIC_RUNS,
+    METRIC_TOKEN_USAGE,
+    METRIC_TOOL_CALLS,
+    METRIC_TOOL_ERRORS,
     OP_CHAT,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
+    RUN_STATUS,
     STEP_SPAN_PREFIX,
 )
 from otel_agent_trace.vocabulary import ErrorType
@@ -58,9 +69,7 @@ TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4
 STEP_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
 COST_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10)
 
-GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 SERVER_ADDRESS, SERVER_PORT = "server.address", "server.port"
-RUN_STATUS = "agent_trace.run.status"
 _CHAT_OPERATIONS = frozenset({OP_CHAT, "text_completion", "generate_content"})
 # scopes of instrumentations that emit the GenAI client metrics with their chat spans: the official
 # contrib ones and OpenLLMetry (`opentelemetry.instrumentation.*`), and those built on
@@ -147,25 +156,25 @@ class MetricsSpanProcessor(SpanProcessor):
 
         meter = meter_provider.get_meter(INSTRUMENTATION_SCOPE, __version__)
         self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration",
+            METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration",
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS))
         self.token_usage = meter.create_histogram(
-            "gen_ai.client.token.usage", unit="{token}", description="Number of input and output tokens used",
+            METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=list(TOKEN_BUCKETS))
-        self.runs = meter.create_counter("agent_trace.runs", unit="{run}", description="Agent runs ended, by status")
+        self.runs = meter.create_counter(METRIC_RUNS, unit="{run}", description="Agent runs ended, by status")
         self.run_steps = meter.create_histogram(
-            "agent_trace.run.steps", unit="{step}", description="Decision steps (LLM calls) per run",
+            METRIC_RUN_STEPS, unit="{step}", description="Decision steps (LLM calls) per run",
             explicit_bucket_boundaries_advisory=list(STEP_BUCKETS))
         self.run_cost = meter.create_histogram(
-            "agent_trace.run.cost", unit="{USD}", description="A run's recorded cost, when every LLM call was priced",
+            METRIC_RUN_COST, unit="{USD}", description="A run's recorded cost, when every LLM call was priced",
             explicit_bucket_boundaries_advisory=list(COST_BUCKETS))
         self.loop_aborts = meter.create_counter(
-            "agent_trace.run.loop_aborts", unit="{run}", description="Failed runs in which a tool-call loop was detected")
+            METRIC_RUN_LOOP_ABORTS, unit="{run}", description="Failed runs in which a tool-call loop was detected")
         self.budget_stops = meter.create_counter(
-            "agent_trace.run.budget_stops", unit="{run}", description="Runs stopped by a budget (steps, tokens, seconds)")
-        self.tool_calls = meter.create_counter("agent_trace.tool.calls", unit="{call}", description="Tool executions")
+            METRIC_RUN_BUDGET_STOPS, unit="{run}", description="Runs stopped by a budget (steps, tokens, seconds)")
+        self.tool_calls = meter.create_counter(METRIC_TOOL_CALLS, unit="{call}", description="Tool executions")
         self.tool_errors = meter.create_counter(
-            "agent_trace.tool.errors", unit="{call}", description="Tool executions whose outcome was not ok, by error type")
+            METRIC_TOOL_ERRORS, unit="{call}", description="Tool executions whose outcome was not ok, by error type")
 
     # --- SpanProcessor ----------------------------------------------------------------------------
     def on_end(self, span: Any) -> None:

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any, Callable, Iterable, TypeVar
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, format_span_id, format_trace_id
 
 from otel_agent_trace import hashing
 from otel_agent_trace.causes import cause
@@ -36,12 +36,14 @@ from otel_agent_trace.semconv import (
     GEN_AI_AGENT_NAME,
     GEN_AI_OPERATION_NAME,
     LIFECYCLE_PHASE,
+    LINK_RELATION,
     OP_INVOKE_AGENT,
     RUN_AGENTS,
     RUN_ENDED_BY,
     RUN_IMPLICIT,
     RUN_OUTCOME_OF,
     RUN_OUTCOME_SPAN,
+    RUN_RESUMES,
 )
 from otel_agent_trace.vocabulary import INSTRUCTION_ROLES, ErrorType, Outcome, Phase, Relation
 from otel_agent_trace.recorder.content import ContentPolicy
@@ -243,6 +245,16 @@ class RunInvocation(Invocation):
         with self.lock:
             self.answered_ns = None
             self.last_active_ns = time.time_ns()
+
+    def link_resumed(self, earlier: SpanContext) -> None:
+        """This run resumes `earlier`, a run that has ended (a LangGraph thread resumed after its
+        interrupted run ended): a link to its span, relation `resumes`, and its trace id in
+        `agent_trace.run.resumes` (backends that drop link attributes keep the attribute)."""
+        with self.lock:
+            if self.settled or not earlier.is_valid or earlier.span_id == self.span.get_span_context().span_id:
+                return
+            self.span.add_link(earlier, {LINK_RELATION: Relation.RESUMES.value})
+            self.span.set_attribute(RUN_RESUMES, format_trace_id(earlier.trace_id))
 
     def add_agent(self, agent: str) -> None:
         """An unnamed run takes the agent's name. A run already named (an entry point,

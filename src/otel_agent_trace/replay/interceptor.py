@@ -16,7 +16,8 @@ from typing import Any
 from otel_agent_trace._failopen import safely
 from otel_agent_trace.messages import ChatRequest, ChatResponse
 from otel_agent_trace.recorder.interceptor import LIVE, Build
-from otel_agent_trace.replay import ReplayDivergence, current
+from otel_agent_trace.replay.active import active, current
+from otel_agent_trace.replay.errors import ReplayDivergence
 from otel_agent_trace.replay.replayer import LIVE as _NO_RECORDING
 from otel_agent_trace.replay.wire import Wire, through
 from otel_agent_trace.semconv import REPLAY_OF
@@ -78,7 +79,6 @@ INTERCEPTOR = ReplayInterceptor()
 def wanted() -> bool:
     """Is replay on: a `replay()` block open, or a recording configured?"""
     from otel_agent_trace import config
-    from otel_agent_trace.replay import active
 
     return active() or bool(config.current().replay)
 

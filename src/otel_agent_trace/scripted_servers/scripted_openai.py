@@ -56,7 +56,9 @@ class ScriptedOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> "ScriptedOpenAIServer":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-openai", daemon=True)
+        # `stop()` waits for the serve loop's next poll: 0.5 s by default, for every server a test starts
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="scripted-openai", daemon=True)
         self._thread.start()
         return self
 
@@ -174,6 +176,9 @@ sse = chat_sse  # the wire format lives in the product (providers/wire_streams.p
 def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body are two writes: with Nagle's algorithm the body waits for the client's
+        # delayed ACK of the headers, 40 ms per response on Linux loopback
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return

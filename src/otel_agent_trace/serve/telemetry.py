@@ -11,14 +11,27 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from otel_agent_trace.cardinality import CappedValues
-from otel_agent_trace.semconv import GEN_AI_AGENT_NAME, GEN_AI_TOOL_NAME
+from otel_agent_trace.semconv import (
+    BUG_CLASS,
+    FINDING_SPAN_KIND,
+    GEN_AI_AGENT_NAME,
+    GEN_AI_TOOL_NAME,
+    METRIC_SERVE_RUNS,
+    METRIC_SERVE_SPANS_DROPPED,
+    METRIC_SERVE_SPANS_HELD,
+    METRIC_SERVE_TRACES_ANALYSED,
+    METRIC_SERVE_TRACES_EVICTED,
+    METRIC_SERVE_TRACES_HELD,
+    ORIGIN_ERROR_TYPE,
+    ORIGIN_SPAN_ID,
+    ORIGIN_SPAN_NAME,
+    ORIGIN_STEP_INDEX,
+    RUN_STATUS,
+    SERVE_DROP_REASON,
+    SPAN_KIND,
+)
 
 SCOPE = "otel_agent_trace.serve"
-RUN_STATUS = "agent_trace.run.status"
-ORIGIN_ERROR_TYPE = "agent_trace.origin.error_type"
-BUG_CLASS = "agent_trace.bug_class"
-DROP_REASON = "agent_trace.serve.drop_reason"
-FINDING_SPAN = "agent_trace.finding"  # the finding spans' agent_trace.span.kind
 
 
 def meter_provider_from_environment(service_name: str = "otel-agent-trace-serve") -> Any | None:
@@ -57,28 +70,28 @@ class FindingMetrics:
         self._agents = CappedValues()
         self._tools = CappedValues()
         self._runs = meter.create_counter(
-            "agent_trace.serve.runs", unit="{run}",
+            METRIC_SERVE_RUNS, unit="{run}",
             description="Runs analysed live, by status and, for failed and suspect runs, where the failure originated")
 
         def dropped(_: Any) -> list:
             stats = held.stats
-            return [Observation(stats["spans_over_cap"], {DROP_REASON: "over_trace_cap"}),
-                    Observation(stats["late_spans"], {DROP_REASON: "late"}),
-                    Observation(stats["spans_evicted"], {DROP_REASON: "evicted"})]
+            return [Observation(stats["spans_over_cap"], {SERVE_DROP_REASON: "over_trace_cap"}),
+                    Observation(stats["late_spans"], {SERVE_DROP_REASON: "late"}),
+                    Observation(stats["spans_evicted"], {SERVE_DROP_REASON: "evicted"})]
 
-        meter.create_observable_counter("agent_trace.serve.spans.dropped", [dropped], unit="{span}",
+        meter.create_observable_counter(METRIC_SERVE_SPANS_DROPPED, [dropped], unit="{span}",
                                         description="Spans received and not analysed, by reason")
         meter.create_observable_counter(
-            "agent_trace.serve.traces.evicted", [lambda _: [Observation(held.stats["traces_evicted"])]],
+            METRIC_SERVE_TRACES_EVICTED, [lambda _: [Observation(held.stats["traces_evicted"])]],
             unit="{trace}", description="Traces without an error evicted when the trace cap was reached")
         meter.create_observable_counter(
-            "agent_trace.serve.traces.analysed", [lambda _: [Observation(analyst_stats["traces_analysed"])]],
+            METRIC_SERVE_TRACES_ANALYSED, [lambda _: [Observation(analyst_stats["traces_analysed"])]],
             unit="{trace}", description="Traces analysed")
         meter.create_observable_gauge(
-            "agent_trace.serve.traces.held", [lambda _: [Observation(len(held))]], unit="{trace}",
+            METRIC_SERVE_TRACES_HELD, [lambda _: [Observation(len(held))]], unit="{trace}",
             description="Traces held until complete")
         meter.create_observable_gauge(
-            "agent_trace.serve.spans.held", [lambda _: [Observation(held.spans_held)]], unit="{span}",
+            METRIC_SERVE_SPANS_HELD, [lambda _: [Observation(held.spans_held)]], unit="{span}",
             description="Spans held in traces not complete yet")
 
     def record(self, entry: dict[str, Any]) -> None:
@@ -122,11 +135,11 @@ class FindingSpans:
         root = SpanContext(int(entry["trace_id"], 16), int(entry["run_span_id"], 16), is_remote=True,
                            trace_flags=TraceFlags(TraceFlags.SAMPLED))
         origin = entry["origin"]
-        attributes = {"agent_trace.span.kind": FINDING_SPAN, RUN_STATUS: entry["status"],
+        attributes = {SPAN_KIND: FINDING_SPAN_KIND, RUN_STATUS: entry["status"],
                       ORIGIN_ERROR_TYPE: origin.get("error_type") or "", BUG_CLASS: entry.get("bug_class") or "",
-                      "agent_trace.origin.span_id": origin["span_id"], "agent_trace.origin.span_name": origin["span_name"]}
+                      ORIGIN_SPAN_ID: origin["span_id"], ORIGIN_SPAN_NAME: origin["span_name"]}
         if origin.get("step_index") is not None:
-            attributes["agent_trace.origin.step_index"] = origin["step_index"]
+            attributes[ORIGIN_STEP_INDEX] = origin["step_index"]
         if origin.get("tool"):
             attributes[GEN_AI_TOOL_NAME] = origin["tool"]
         if entry.get("agent"):

@@ -122,13 +122,7 @@ def _merge(plan: list[chunks.Chunk], files: list[str], reports: list[tuple[int, 
     for chunk in plan:
         chunks._add_report(inputs[chunk.input], by_index[chunk.index])
     named = {r.path: r for r in inputs}  # notes of the analysis go to the last input of that name
-    for _, _, (notes, convention, summaries) in sorted(traces, key=lambda t: t[1]):
-        for path, bad, line, reason in notes:
-            report = named.get(path)
-            if report is not None:
-                (report.bad if bad else report.warn)(line, reason)
-        if convention:
-            out.normalized[convention] = out.normalized.get(convention, 0) + 1
-        out.runs.extend(summaries)
+    for _, _, outcome in sorted(traces, key=lambda t: t[1]):
+        chunks.add_trace_outcome(outcome, named, out)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.show import decision_text, short, steps_of
-from otel_agent_trace.semconv import GEN_AI_AGENT_NAME, GEN_AI_INPUT_MESSAGES
+from otel_agent_trace.semconv import GEN_AI_AGENT_NAME, GEN_AI_INPUT_MESSAGES, RUN_INPUT
 
-_TASK_ATTRIBUTES = ("input.value", GEN_AI_INPUT_MESSAGES, "agent_trace.run.input")
+_TASK_ATTRIBUTES = ("input.value", GEN_AI_INPUT_MESSAGES, RUN_INPUT)
 
 
 @dataclass

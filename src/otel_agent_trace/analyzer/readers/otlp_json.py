@@ -29,21 +29,19 @@ well-formed record, so it only ever saw the uncommon shapes.)
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 from typing import Any, Callable, Iterator
 
 import orjson
 
-from otel_agent_trace.analyzer.readers import otlp_logs, otlp_typed
+from otel_agent_trace.analyzer.readers import otlp_logs, otlp_typed, otlp_values
 from otel_agent_trace.analyzer.readers.sources import BAD_RECORD, GZIP_MAGIC, ZSTD_MAGIC, records
+from otel_agent_trace.analyzer.readers.otlp_values import (any_value, attributes_careful, enum_field,
+                                                           hex_id, int_field, short)
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import Event, InputReport, Link, Span
 
-MAX_ATTRIBUTE_CHARS = 1 << 20  # 1 MiB of text per attribute value; longer values are truncated
 _DOC_PROBE = 200  # a first line shorter than this that does not parse may start a pretty-printed document
-_HEX = frozenset("0123456789abcdefABCDEF")
 _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2, "UNSET": 0, "OK": 1, "ERROR": 2}
 _KIND_NAMES = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
                "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
@@ -182,7 +180,7 @@ def read_record(raw: bytes, number: int, path: str, report: InputReport,
     if spans is None:
         try:
             export = _decode_export(raw)
-            if len(raw) > MAX_ATTRIBUTE_CHARS:  # a decoded string is never longer than the record's bytes
+            if len(raw) > otlp_values.MAX_ATTRIBUTE_CHARS:  # a decoded string is never longer than the record's bytes
                 _refuse_long_strings(export)
             spans = _typed_spans(export, path, number, report)
         except _NOT_TYPED:  # not the common shape (or a `BAD_RECORD`): the orjson path reads or reports it
@@ -199,7 +197,7 @@ def _read_native(native: NativeRead, raw: bytes, path: str, number: int) -> Reco
     """The native reader's `Record` of the record (what `_typed_spans` makes of it), or None where
     it declines (any shape it does not read exactly as the typed path does), or fails: fail-open,
     the Python paths then read the record."""
-    if len(raw) > MAX_ATTRIBUTE_CHARS:  # it does not check the length of strings
+    if len(raw) > otlp_values.MAX_ATTRIBUTE_CHARS:  # it does not check the length of strings
         return None
     try:
         return native(raw, path, number)
@@ -279,7 +277,7 @@ def _resource_spans(resource_spans: list, path: str, line: int, report: InputRep
         if not isinstance(rs, dict):
             report.bad(line, "resourceSpans entry is not an object")
             continue
-        resource = _attributes_careful((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict)
+        resource = attributes_careful((rs.get("resource") or {}).get("attributes") if isinstance(rs.get("resource"), dict)
                                        else None, line, report, "resource")
         scope_spans = rs.get("scopeSpans")
         if scope_spans is None:
@@ -411,7 +409,7 @@ def _refuse_long_strings(export: otlp_typed.Export) -> None:
         for items in lists:
             for item in items:
                 text = item.value.stringValue
-                if text is not None and len(text) > MAX_ATTRIBUTE_CHARS:
+                if text is not None and len(text) > otlp_values.MAX_ATTRIBUTE_CHARS:
                     raise ValueError("long string")
 
 
@@ -456,7 +454,7 @@ def _value_typed(value: otlp_typed.Scalar, array: otlp_typed.Array | None) -> An
     text, number, real, flag = value.stringValue, value.intValue, value.doubleValue, value.boolValue
     if array is None:
         if text is not None:
-            if number is None and real is None and flag is None and len(text) <= MAX_ATTRIBUTE_CHARS:
+            if number is None and real is None and flag is None and len(text) <= otlp_values.MAX_ATTRIBUTE_CHARS:
                 return text
         elif number is not None:
             if real is None and flag is None:
@@ -531,66 +529,7 @@ def native_reader(enabled: bool = True) -> NativeRead | None:
         return None
 
 
-
-def any_value(value: Any) -> Any:
-    """Plain Python value of an OTLP AnyValue (int64 given as strings become ints)."""
-    if not isinstance(value, dict) or not value:
-        return None
-    if len(value) != 1:
-        raise ValueError(f"AnyValue with {len(value)} fields")
-    kind, inner = next(iter(value.items()))
-    if kind == "stringValue":
-        if not isinstance(inner, str):
-            raise TypeError(f"stringValue is {type(inner).__name__}")
-        return inner
-    if kind == "intValue":
-        if isinstance(inner, bool) or not isinstance(inner, (int, str)):
-            raise TypeError(f"intValue is {type(inner).__name__}")
-        return int(inner)
-    if kind == "doubleValue":
-        if isinstance(inner, str) and inner in ("NaN", "Infinity", "-Infinity"):
-            return float(inner.replace("Infinity", "inf"))
-        if isinstance(inner, bool) or not isinstance(inner, (int, float)):
-            raise TypeError(f"doubleValue is {type(inner).__name__}")
-        return float(inner)
-    if kind == "boolValue":
-        if not isinstance(inner, bool):
-            raise TypeError(f"boolValue is {type(inner).__name__}")
-        return inner
-    if kind == "arrayValue":
-        return [any_value(v) for v in (inner or {}).get("values") or ()]
-    if kind == "kvlistValue":
-        return {kv["key"]: any_value(kv.get("value")) for kv in (inner or {}).get("values") or ()}
-    if kind == "bytesValue":
-        return inner
-    raise ValueError(f"unknown AnyValue kind {kind!r}")
-
-
-# --- the careful path: say what is wrong, keep what is usable -----------------------------------
-def _attributes_careful(raw: Any, line: int, report: InputReport, where: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if raw is None:
-        return out
-    if not isinstance(raw, list):
-        report.bad(line, f"{where}: attributes is {type(raw).__name__}, not a list; dropped")
-        return out
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
-            report.bad(line, f"{where}: attribute without a string key dropped: {_short(item)}")
-            continue
-        key = item["key"]
-        try:
-            value = any_value(item.get("value"))
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            report.bad(line, f"{where}: attribute {key!r} dropped: {type(exc).__name__}: {exc}")
-            continue
-        if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS:
-            report.bad(line, f"{where}: attribute {key!r} is {len(value)} characters; truncated to {MAX_ATTRIBUTE_CHARS}")
-            value = value[:MAX_ATTRIBUTE_CHARS]
-        out[key] = value
-    return out
-
-
+# --- the careful path: say what is wrong, keep what is usable (values: otlp_values.py) --------
 def _span_careful(raw: Any, resource: dict[str, Any], line: int, report: InputReport) -> Span | None:
     if not isinstance(raw, dict):
         report.bad(line, f"span is {type(raw).__name__}, not an object; dropped")
@@ -609,73 +548,27 @@ def _span_careful(raw: Any, resource: dict[str, Any], line: int, report: InputRe
     except (TypeError, ValueError) as exc:
         report.bad(line, f"{where}: parentSpanId unreadable ({exc}); read as a root")
         parent = None
-    start = _int_field(raw, ("startTimeUnixNano", "start_time_unix_nano"), line, report, where)
-    end = _int_field(raw, ("endTimeUnixNano", "end_time_unix_nano"), line, report, where)
+    start = int_field(raw, ("startTimeUnixNano", "start_time_unix_nano"), line, report, where)
+    end = int_field(raw, ("endTimeUnixNano", "end_time_unix_nano"), line, report, where)
     status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
     if raw.get("status") not in (None, {}) and not isinstance(raw.get("status"), dict):
         report.bad(line, f"{where}: status is {type(raw.get('status')).__name__}; read as unset")
-    code = _enum(status.get("code", 0), _STATUS_NAMES, 2, line, report, where, "status code")
-    kind = _enum(raw.get("kind", 0), _KIND_NAMES, 5, line, report, where, "span kind")
+    code = enum_field(status.get("code", 0), _STATUS_NAMES, 2, line, report, where, "status code")
+    kind = enum_field(raw.get("kind", 0), _KIND_NAMES, 5, line, report, where, "span kind")
     events = []
     for e in raw.get("events") or () if isinstance(raw.get("events"), list) else ():
         if not isinstance(e, dict):
             report.bad(line, f"{where}: event is not an object; dropped")
             continue
-        events.append(Event(str(e.get("name", "")), _int_field(e, ("timeUnixNano",), line, report, where),
-                            _attributes_careful(e.get("attributes"), line, report, f"{where} event")))
+        events.append(Event(str(e.get("name", "")), int_field(e, ("timeUnixNano",), line, report, where),
+                            attributes_careful(e.get("attributes"), line, report, f"{where} event")))
     links = []
     for k in raw.get("links") or () if isinstance(raw.get("links"), list) else ():
         try:
             links.append(Link(hex_id(k.get("traceId"), 16), hex_id(k.get("spanId"), 8),
-                              _attributes_careful(k.get("attributes"), line, report, f"{where} link")))
+                              attributes_careful(k.get("attributes"), line, report, f"{where} link")))
         except (TypeError, ValueError, AttributeError) as exc:
             report.bad(line, f"{where}: link dropped: {exc}")
     return Span(trace_id, span_id, parent, str(raw.get("name", "")), start, end, code,
                 str(status.get("message") or ""),
-                _attributes_careful(raw.get("attributes"), line, report, where), events, links, resource, None, kind)
-
-
-def _int_field(raw: dict, keys: tuple[str, ...], line: int, report: InputReport, where: str) -> int:
-    for key in keys:
-        if key in raw:
-            value = raw[key]
-            try:
-                if isinstance(value, bool) or isinstance(value, float):
-                    raise TypeError(type(value).__name__)
-                return int(value or 0)
-            except (TypeError, ValueError) as exc:
-                report.bad(line, f"{where}: {key} unreadable ({_short(value)}: {exc}); read as 0")
-                return 0
-    return 0
-
-
-def _enum(value: Any, names: dict[str, int], highest: int, line: int, report: InputReport, where: str, what: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= highest:
-        return value
-    if isinstance(value, str) and value in names:
-        return names[value]
-    report.warn(line, f"{where}: unknown {what} {_short(value)}; read as unset")
-    return 0
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def hex_id(value: Any, size: int) -> str:
-    """Lowercase hex of an id given as hex (OTLP JSON) or base64 (protobuf JSON mapping)."""
-    if not value:
-        return ""
-    if not isinstance(value, str):
-        raise TypeError(f"id is {type(value).__name__}, not a string")
-    text = value
-    if len(text) == size * 2 and _HEX.issuperset(text):
-        return text.lower()
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"bad id {_short(text)}") from None
-    if len(raw) != size:
-        raise ValueError(f"bad id {_short(text)}")
-    return raw.hex()
+                attributes_careful(raw.get("attributes"), line, report, where), events, links, resource, None, kind)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from otel_agent_trace.analyzer.readers.otlp_values import any_value, attributes_careful, hex_id, int_field
 from otel_agent_trace.analyzer.spans import InputReport, Span
-from otel_agent_trace.semconv import GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_RESULT
+from otel_agent_trace.semconv import EVALUATION_SOURCE, GEN_AI_EVALUATION_NAME, GEN_AI_EVALUATION_RESULT
 
-EVALUATION_SOURCE = "agent_trace.evaluation.source"  # analyzer-side only: `log_record` | `span` | `span_event`
 _EVENT_NAME_ATTRIBUTE = "event.name"
 
 
@@ -33,8 +33,6 @@ def is_logs(doc: Any) -> bool:
 
 def spans_of_logs(doc: dict[str, Any], path: str, line: int, report: InputReport) -> list[Span]:
     """The carrier spans of one parsed logs export (see the module docstring)."""
-    from otel_agent_trace.analyzer.readers.otlp_json import _attributes_careful, _int_field, any_value, hex_id
-
     resource_logs = doc.get("resourceLogs", doc.get("resource_logs"))
     if not isinstance(resource_logs, list):
         report.bad(line, f"resourceLogs is {type(resource_logs).__name__}, not a list")
@@ -45,7 +43,7 @@ def spans_of_logs(doc: dict[str, Any], path: str, line: int, report: InputReport
             report.bad(line, "resourceLogs entry is not an object")
             continue
         raw_resource = rl.get("resource")
-        resource = _attributes_careful(raw_resource.get("attributes") if isinstance(raw_resource, dict) else None,
+        resource = attributes_careful(raw_resource.get("attributes") if isinstance(raw_resource, dict) else None,
                                        line, report, "resource")
         scope_logs = rl.get("scopeLogs", rl.get("scope_logs"))
         if not isinstance(scope_logs, list):
@@ -65,7 +63,7 @@ def spans_of_logs(doc: dict[str, Any], path: str, line: int, report: InputReport
                     report.bad(line, f"log record {index} is not an object; dropped")
                     continue
                 where = f"log record {index}"
-                attributes = _attributes_careful(record.get("attributes"), line, report, where)
+                attributes = attributes_careful(record.get("attributes"), line, report, where)
                 name = record.get("eventName", record.get("event_name")) or attributes.get(_EVENT_NAME_ATTRIBUTE)
                 if name != GEN_AI_EVALUATION_RESULT:
                     continue
@@ -86,8 +84,8 @@ def spans_of_logs(doc: dict[str, Any], path: str, line: int, report: InputReport
                 except (TypeError, ValueError) as exc:
                     report.bad(line, f"{where}: trace or span id unreadable ({exc}); dropped")
                     continue
-                time = (_int_field(record, ("timeUnixNano", "time_unix_nano"), line, report, where)
-                        or _int_field(record, ("observedTimeUnixNano", "observed_time_unix_nano"), line, report, where))
+                time = (int_field(record, ("timeUnixNano", "time_unix_nano"), line, report, where)
+                        or int_field(record, ("observedTimeUnixNano", "observed_time_unix_nano"), line, report, where))
                 attributes[EVALUATION_SOURCE] = "log_record"
                 out.append(Span(trace_id, carrier_id(path, line, index), parent, GEN_AI_EVALUATION_RESULT, time, time,
                                 attributes=attributes, resource=resource, source=(path, line), scope=scope_name))

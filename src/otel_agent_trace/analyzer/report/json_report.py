@@ -15,6 +15,8 @@ from otel_agent_trace.analyzer.metrics import combine as combine_metrics
 from otel_agent_trace.analyzer.metrics import recorded_cost, run_metrics
 from otel_agent_trace.analyzer.report.fleet import span_kind
 from otel_agent_trace.analyzer.spans import Span
+from otel_agent_trace.semconv import LINK_RELATION, RUN_RESUMES
+from otel_agent_trace.vocabulary import Relation
 
 
 def to_dict(analysis: Analysis | Reduced, prices: dict[str, Any] | None = None,
@@ -108,7 +110,20 @@ def run_entry(f: Finding, cost_usd: float | None = _UNKNOWN) -> dict[str, Any]:
         "derived_graph": bool(f.graph and f.graph.derived),
         # addition (issue 12): the recorded agent_trace.usage.cost_usd summed, null unless every call was priced
         "cost_usd": recorded_cost(run) if cost_usd is _UNKNOWN else cost_usd,
+        # addition (issue 29): the run this one resumes (a LangGraph thread after `interrupt`)
+        "resumes": resumed_run(run.root),
     }
+
+
+def resumed_run(root: Span) -> dict[str, Any] | None:
+    """{trace_id, run_span_id} of the run this run's span resumes: its link of relation `resumes`,
+    else (a backend that dropped link attributes) the link into the trace `agent_trace.run.resumes`
+    names (`run_span_id` null when no link survived)."""
+    trace_id = root.attributes.get(RUN_RESUMES)
+    for link in root.links:
+        if link.attributes.get(LINK_RELATION) == Relation.RESUMES.value or (trace_id and link.trace_id == trace_id):
+            return {"trace_id": link.trace_id, "run_span_id": link.span_id}
+    return {"trace_id": str(trace_id), "run_span_id": None} if trace_id else None
 
 
 def _ranked(f: Finding) -> list[Span]:

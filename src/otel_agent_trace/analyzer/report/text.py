@@ -43,16 +43,20 @@ def render(analysis: Analysis, color: bool = False, data: dict[str, Any] | None 
         lines.extend(_metrics(metrics))
     runs = data["runs"]
     if len(runs) <= DETAIL_ALL_RUNS:
+        by_span = {r["run_span_id"]: r for r in runs}
         for run in runs:
-            lines.extend(_run(run, paint))
+            lines.extend(_run(run, paint, by_span))
     else:
         lines.extend(_fleet(runs, paint))
     return "\n".join(lines) + "\n"
 
 
-def _run(run: dict[str, Any], paint: _Paint) -> list[str]:
-    """A healthy run on one line (with its recovered errors), a failed run as its table."""
+def _run(run: dict[str, Any], paint: _Paint, by_span: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """A healthy run on one line (with its recovered errors), a failed run as its table; a run
+    that resumes another names it (`by_span`: the report's runs by run span id)."""
     lines = [_headline(run, paint)]
+    if run.get("resumes"):
+        lines.append(f"  resumes  : {_earlier(run['resumes'], by_span or {})}")
     if run["status"] == "ok":
         if run["recovered"]:
             lines.append(f"  recovered: {', '.join(_where(r) for r in run['recovered'])}")
@@ -117,6 +121,15 @@ def _fleet(runs: list[dict[str, Any]], paint: _Paint) -> list[str]:
     lines.append(paint(f"{len(healthy)} run(s) ok", "32") + f", not listed ({recovered} recovered from an error); "
                  "`--format json` lists every run.")
     return lines
+
+
+def _earlier(resumes: dict[str, Any], by_span: dict[str, dict[str, Any]]) -> str:
+    """The run a run resumes: by name and status when the report holds it, else by its ids."""
+    earlier = by_span.get(resumes["run_span_id"]) if resumes.get("run_span_id") else None
+    where = f"trace {resumes['trace_id']}" + (f" span {resumes['run_span_id']}" if resumes.get("run_span_id") else "")
+    if earlier is None:
+        return f"the run of {where} (not in this report)"
+    return f"{earlier['agent'] or 'agent'} ({earlier['status']}, {earlier['steps']} steps), {where}"
 
 
 def _headline(run: dict[str, Any], paint: _Paint) -> str:
