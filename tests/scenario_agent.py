@@ -14,8 +14,12 @@ def schema_for(name: str, properties: dict[str, Any] | None = None, required: li
 
 
 def run_loop(client: Any, user: str, tools: dict[str, Callable[..., Any]], *, schemas: list[dict] | None = None,
-             system: str = SYSTEM, max_turns: int = 80, keep_last: int | None = None) -> str:
+             system: str = SYSTEM, max_turns: int = 80, keep_last: int | None = None,
+             check_result: Callable[[str, Any], None] | None = None) -> str:
     """Call the model until it answers; tools' results (or `Error: ...`) go back as tool messages.
+
+    `check_result(tool_name, result)` is the host's own check of each result before the model
+    sees it (what a tool output guardrail does); what it raises stops the loop.
 
     `keep_last` imitates a naive history window that keeps the last N messages (and loses the
     system prompt once the history outgrows it).
@@ -39,6 +43,9 @@ def run_loop(client: Any, user: str, tools: dict[str, Callable[..., Any]], *, sc
                 content = result if isinstance(result, str) else json.dumps(result)
             except Exception as exc:
                 content = f"Error: {type(exc).__name__}: {exc}"
+            else:
+                if check_result is not None:
+                    check_result(call.function.name, result)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
     raise RuntimeError("no answer")
 
@@ -48,7 +55,8 @@ def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
 
 
 def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, Callable[..., Any]], *,
-               schemas: list[dict] | None = None, keep_last: int | None = None, name: str = "agent") -> Any:
+               schemas: list[dict] | None = None, keep_last: int | None = None, name: str = "agent",
+               check_result: Callable[[str, Any], None] | None = None) -> Any:
     """One `run_loop` run scripted on `server`, recorded with our file exporter into `path` (a
     fresh provider and instrumentor, undone after). The run's own exception, if any, is swallowed:
     the trace records it."""
@@ -68,7 +76,7 @@ def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, 
     try:
         client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
         with otel_agent_trace.agent_run(name):
-            run_loop(client, user, tools, schemas=schemas, keep_last=keep_last)
+            run_loop(client, user, tools, schemas=schemas, keep_last=keep_last, check_result=check_result)
     except Exception:
         pass
     finally:

@@ -8,6 +8,7 @@ import json
 import pytest
 from scenario_agent import analyze_json, call, record_run
 
+import otel_agent_trace
 from otel_agent_trace.detectors import ERROR_PAYLOAD_RULES_ENV, classify_result
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
@@ -63,6 +64,40 @@ def test_a_made_up_argument_value_is_a_model_decision(server, tmp_path):
     assert run["origin"]["span_id"] == refund["span_id"]
     assert run["bug_class"] == "model_decision"
     assert any("value ORD-7731 was never seen" in line for line in run["evidence"])
+
+
+def _refuse_empty(tool_name, result):
+    """The host's own check of a tool result before the model sees it (a tool output guardrail)."""
+    if result == []:
+        raise LookupError(f"{tool_name} found nothing")
+
+
+def test_a_run_stopped_on_a_tools_result_has_that_tool_as_origin(server, tmp_path):
+    """The host raises on an empty lookup before any model call reads it: no later step read the
+    result, yet the run ended on it, so the recorded lookup is the origin, one hop from the run's
+    exception."""
+    lookup = otel_agent_trace.tool(name="lookup_order")(lambda order_id: [])
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", "Where is my order A1O?", [
+        call("lookup_order", order_id="A1O"), {"content": "I could not find it."}],
+        {"lookup_order": lookup}, check_result=_refuse_empty))["runs"]
+    assert run["status"] == "failed" and "LookupError" in run["critical"]["description"]
+    assert (run["origin"]["tool"], run["origin"]["error_type"], run["bug_class"]) == (
+        "lookup_order", "tool_empty_result", "tool")
+    assert [(h["phase"], h["span_name"]) for h in run["chain"]] == [
+        ("origin", "execute_tool lookup_order"), ("critical", "invoke_agent agent")]
+
+
+def test_a_run_stopped_before_its_tool_results_were_recorded_says_so(server, tmp_path):
+    """The same with undecorated tools: a plain loop's tool result reaches the trace only with the
+    next model call, and none came. The report does not pretend step 0 answered (no
+    `unsupported_answer`, no model_decision): it names the tools the run stopped in."""
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", "Where is my order A1O?", [
+        call("lookup_order", order_id="A1O"), {"content": "I could not find it."}],
+        {"lookup_order": lambda order_id: []}, check_result=_refuse_empty))["runs"]
+    assert run["status"] == "failed" and run["origin"] is None and run["errors"] == []
+    assert run["bug_class"] is None, run
+    assert any("stopped after step 0 requested lookup_order, before any model call read the results" in line
+               for line in run["evidence"]), run["evidence"]
 
 
 def test_an_argument_value_from_a_tool_result_is_the_tools_failure(server, tmp_path):

@@ -383,7 +383,7 @@ def test_tool_output_guardrail_trips_are_events_on_the_run(tmp_path):
     """A function tool's output guardrail: rejecting the empty lookup (the model reads the
     rejection, not the result) is a `guardrail_tripped` event on the run naming the guardrail and
     the tool, and the tool span still records what the tool returned; raising stops the run, which
-    fails with the SDK's `ToolOutputGuardrailTripwireTriggered`."""
+    fails with the SDK's `ToolOutputGuardrailTripwireTriggered`, its origin the lookup it ended on."""
     proc, traces = run_instrumented(PRELUDE + """
 from agents import ToolGuardrailFunctionOutput, ToolOutputGuardrailTripwireTriggered, tool_output_guardrail
 
@@ -425,4 +425,6 @@ except ToolOutputGuardrailTripwireTriggered:
     runs = {r["trace_id"]: r for r in analyze(traces)["runs"]}
     assert runs[stopped["traceId"]]["status"] == "failed"
     assert "ToolOutputGuardrailTripwireTriggered" in runs[stopped["traceId"]]["critical"]["description"]
+    _assert_origin_lookup(runs[stopped["traceId"]])  # the run ended on the lookup's result: its origin
+    assert [h["phase"] for h in runs[stopped["traceId"]]["chain"]] == ["origin", "critical"]
     _assert_origin_lookup(runs[rejected["traceId"]])  # the rejected run answered on the empty lookup

@@ -26,7 +26,7 @@ from otel_agent_trace.analyzer.locate import Finding, tool_name
 from otel_agent_trace.analyzer.normalize.evidence import exception_kind
 from otel_agent_trace.analyzer.runs import is_tool_span
 from otel_agent_trace.analyzer.spans import Span
-from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT
+from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, STEP_KIND
 from otel_agent_trace.vocabulary import ErrorType, Phase
 
 # Which bug kind (seed 000) an origin's error type points at, when nothing else says otherwise.
@@ -90,6 +90,8 @@ def classify(finding: Finding) -> None:
     if origin is None:
         if finding.candidates and finding.candidates[0].suspect:
             step = finding.candidates[0].span
+            if step.attr(STEP_KIND) not in (None, "final"):
+                return  # it asked for tools the run stopped in: no answer to blame (locate's evidence says so)
             finding.bug_class = "model_decision"
             finding.evidence.append(
                 f"no tool error, no dropped context: the final decision ({step.name}) produced the answer "

@@ -1,7 +1,8 @@
 """The dependency graph of a run, from `agent_trace.depends_on` (or span links when absent).
 
-Edges point from a span to what it depended on. One structural edge is added: the run span
-depends on its last step, whose output is what the run returned.
+Edges point from a span to what it depended on. Structural edges are added: the run span
+depends on its last step, whose output is what the run returned, and on the tools that step
+decided, whose results are the last thing the run saw before it ended.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from otel_agent_trace.analyzer.runs import Run
+from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.semconv import DEPENDS_ON, DEPENDS_ON_RELATIONS, LINK_RELATION
 from otel_agent_trace.vocabulary import Relation
 
-RESULT_OF = "result_of"  # run -> its last step (structural)
+RESULT_OF = "result_of"  # run -> its last step and that step's tools (structural)
 _DECIDED_BY, _CONSUMES, _RETRY_OF = Relation.DECIDED_BY.value, Relation.CONSUMES.value, Relation.RETRY_OF.value
 
 
@@ -105,7 +106,13 @@ def _fill(graph: Graph, run: Run) -> None:
     if not any(graph.edges.values()):
         derive_edges(run, graph)
     if run.steps:
-        graph.add(run.root.span_id, run.steps[-1].span_id, RESULT_OF)
+        last = run.steps[-1].span_id
+        graph.add(run.root.span_id, last, RESULT_OF)
+        # The run stopped after its last step's tools with no decision in between (a guardrail or
+        # the program raising on a tool's result): their results are part of what it ended on.
+        for source, relation in list(graph.reverse.get(last, ())):
+            if relation == _DECIDED_BY and source in run.spans and is_tool_span(run.spans[source]):
+                graph.add(run.root.span_id, source, RESULT_OF)
 
 
 def derive_edges(run: Run, graph: Graph) -> None:

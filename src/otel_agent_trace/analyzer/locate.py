@@ -35,7 +35,7 @@ from otel_agent_trace.analyzer.runs import Run, is_tool_span
 from otel_agent_trace.analyzer.settings import AnalyzerSettings
 from otel_agent_trace.analyzer.spans import STATUS_ERROR, Span
 from otel_agent_trace.causes import event_exception
-from otel_agent_trace.semconv import ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND
+from otel_agent_trace.semconv import ERROR_TYPE, GEN_AI_TOOL_NAME, STEP_KIND, STEP_TOOL_CALLS
 from otel_agent_trace.vocabulary import STRONG_RELATIONS, ErrorType, Phase, Relation
 
 WEAK_HOP_FACTOR = 0.9
@@ -287,13 +287,32 @@ def _suspect_silent(finding: Finding, run: Run, life: Lifecycle, critical: Span)
 
 
 def _suspect_final_step(finding: Finding, run: Run, graph: Graph, life: Lifecycle, critical: Span) -> None:
-    finding.evidence.append("no error was recorded before the failure: its cause is outside the trace "
-                            "or in the model's final answer")
-    if critical is run.root and run.steps:
-        last = run.steps[-1]
+    last = run.steps[-1] if critical is run.root and run.steps else None
+    pending = _pending_tool_calls(graph, last) if last is not None else None
+    if pending:
+        # (a plain loop's tool result is recorded when the next model call carries it: none did)
+        finding.evidence.append(
+            f"no error was recorded before the failure: the run stopped after step {run.step_index_of(last)} "
+            f"requested {', '.join(pending)}, before any model call read the results; the failure came while "
+            "those tools ran or from the program's own check of their results, which the trace does not hold "
+            "(record them with @otel_agent_trace.tool)")
+    else:
+        finding.evidence.append("no error was recorded before the failure: its cause is outside the trace "
+                                "or in the model's final answer")
+    if last is not None:
         hops = [Hop(last, run.step_index_of(last), Phase.ORIGIN.value, None, RESULT_OF),
                 Hop(critical, run.step_index_of(critical), Phase.CRITICAL.value, error_type_of(critical, life), None)]
         finding.candidates = [Candidate(last, None, 0.3, confidence=0.3, chain=hops, suspect=True)]
+
+
+def _pending_tool_calls(graph: Graph, step: Span) -> list[str]:
+    """The tools a step asked for of which the trace holds no span (none decided by it)."""
+    requested = step.attr(STEP_TOOL_CALLS)
+    if step.attr(STEP_KIND) != "tool_call" or not isinstance(requested, list) or not requested:
+        return []
+    if any(relation == Relation.DECIDED_BY.value for _, relation in graph.reverse.get(step.span_id, ())):
+        return []
+    return [str(name) for name in requested]
 
 
 def _retried_failures(graph: Graph, start: str, failed: set[str]) -> set[str]:

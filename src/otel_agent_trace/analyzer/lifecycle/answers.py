@@ -13,7 +13,7 @@ from otel_agent_trace.analyzer.normalize.evidence import asks_for_lookup, listed
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.spans import Span
 from otel_agent_trace.messages import semconv_messages
-from otel_agent_trace.semconv import GEN_AI_TOOL_NAME, SUBAGENT_RUNS
+from otel_agent_trace.semconv import GEN_AI_TOOL_NAME, STEP_KIND, SUBAGENT_RUNS
 from otel_agent_trace.vocabulary import ErrorType
 
 UNSUPPORTED_ANSWER = "unsupported_answer"  # analyzer only: see `unsupported_answer`
@@ -56,6 +56,8 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
         decider = max((s for s in run.steps if s.start_ns <= finals[0].start_ns), key=lambda s: s.start_ns, default=None)
     else:
         decider = run.steps[-1]
+        if decider.attr(STEP_KIND) not in (None, "final"):
+            return  # the run stopped on a tool call (its results never read) or a truncated output: no answer
     if decider is None:
         return
     index = run.step_index_of(decider)
