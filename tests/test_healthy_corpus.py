@@ -1,7 +1,8 @@
 """Quiet on healthy runs (issue 27 §4): a corpus of healthy runs, each recorded through the real
 openai client against the scripted server with our exporter, analysed by the CLI as a user runs
 it. Retries, fallbacks to another tool, pagination that ends on an empty page, optional lookups
-that find nothing, clarifying questions: none is `failed` or `suspect`."""
+that find nothing, clarifying questions, values restated (a price rounded, a timestamp in words):
+none is `failed` or `suspect`."""
 
 from __future__ import annotations
 
@@ -139,6 +140,15 @@ def _corpus():
              {"content": "Report R-9 has 250 rows."}],
             lambda: {"fetch_report": lambda report_id, timeout: {"id": report_id, "rows": 250} if timeout > 5
                      else (_ for _ in ()).throw(TimeoutError("report timed out"))}),
+        "a price rounded in the answer": (
+            "what does SKU-14 cost, roughly?",
+            [call("get_price", sku="SKU-14"), {"content": "SKU-14 costs $19.99, so about $20."}],
+            lambda: {"get_price": lambda sku: {"sku": sku, "price": 19.987}}),
+        "a timestamp restated in words": (
+            "when did order A1001 ship?",
+            [call("lookup_order", order_id="A1001"),
+             {"content": "Order A1001 shipped on November 2, 2026 at 14:30."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id, "shipped_at": "2026-11-02T14:30:00Z"}}),
     }
 
 

@@ -12,6 +12,7 @@ from opentelemetry.trace import StatusCode
 from scenario_agent import call, run_loop, schema_for
 
 import otel_agent_trace
+from otel_agent_trace import detectors
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
@@ -278,6 +279,20 @@ def test_amounts_that_came_from_tools_are_not_fabricated(instrument, scripted):
         run_loop(client, "Please refund A1001", {"calculate_refund": lambda order_id: {"amount": 25.0}})
     final = traced.named("agent_step")[-1]
     assert "agent_trace.fabricated.values" not in attrs(final) and phase(final) is None
+
+
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("It costs $19.99.", {"price": 19.987}, []),  # rounded to the digits stated
+    ("It costs about $20.", {"price": 19.987}, []),
+    ("It costs $19.90.", {"price": 19.987}, ["19.9"]),  # not a rounding of 19.987
+    ("It costs $25.00.", {"price": 19.987}, ["25"]),
+    ("Shipped on November 2, 2026 at 14:30.", {"at": "2026-11-02T14:30:00Z"}, []),  # parts of the timestamp
+    ("Shipped on November 2, 2027 at 14:35.", {"at": "2026-11-02T14:30:00Z"}, ["14:35", "2027"]),
+    ("Reference 2026.", {"id": "INV-2026-7"}, ["2026"]),  # only dates and times are split into parts
+])
+def test_values_restated_from_what_was_received(answer, received, fabricated):
+    """What the fabricated-value check (recorder and analyzer alike) accepts as restated, not made up."""
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
 
 
 # --- budgets -----------------------------------------------------------------------------------------

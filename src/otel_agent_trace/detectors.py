@@ -400,21 +400,44 @@ _token_keys: dict[str, str | None] = {}
 _UNKNOWN = object()
 
 
+# a date or time as one token (`2026-11-02`, `2026/11/02T09:30`, `02.11.2026`, `09:30:15`): an
+# answer restating it in other words (`November 2, 2026`) names its parts
+_DATE_OR_TIME = re.compile(r"(?:(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})"
+                           r"(?:T\d{1,2}:\d{2}(?::\d{2})?)?Z?|\d{1,2}:\d{2}(?::\d{2})?)$")  # (matched from pos 2)
+_DATE_PARTS = re.compile(r"\d+")
+
+
 def derived(key: str, known: set[str] | frozenset[str]) -> bool:
-    """A number the model could have computed from what it saw: a small multiple of a known
-    number (2 x 12.5) or the sum of two known numbers. Anything else unseen is fabricated."""
-    if not key.startswith("n:"):
-        return False
+    """A number the model could have computed or restated from what it saw: a small multiple of a
+    known number (2 x 12.5), the sum of two known numbers, a known number rounded to the digits it
+    is stated with (19.987 stated as 19.99 or 20), or a part of a known date or time (2026 of
+    `2026-11-02`, 14:30 of `2026-02-11T14:30:00Z`). Anything else unseen is fabricated."""
+    if not key.startswith("n:"):  # a time or date inside a known timestamp (14:30 of 2026-02-11T14:30:00Z)
+        return bool(_DATE_OR_TIME.match(key, 2)) and any(
+            key[2:] in k for k in known if k.startswith("s:") and _DATE_OR_TIME.match(k, 2))
     value = float(key[2:])
     numbers = [float(k[2:]) for k in known if k.startswith("n:")]
     if len(numbers) > 2000:  # keep the check cheap on huge runs
         numbers = numbers[:2000]
+    half_unit = _half_unit(key[2:])
     for x in numbers:
+        if abs(value - x) <= half_unit:
+            return True
         ratio = value / x
         if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
             return True
     present = set(numbers)
-    return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
+    if any(abs(value - x) in present for x in numbers if abs(value - x) >= 10):
+        return True
+    return any(value == float(part) for k in known if k.startswith("s:") and _DATE_OR_TIME.match(k, 2)
+               for part in _DATE_PARTS.findall(k))
+
+
+def _half_unit(text: str) -> float:
+    """Half a unit of the last digit a number is stated with (`19.99`: 0.005, `20`: 0.5)."""
+    mantissa, _, exponent = text.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** ((int(exponent) if exponent else 0) - decimals)
 
 
 def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
