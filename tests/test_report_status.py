@@ -71,6 +71,19 @@ def test_healthy_runs_are_ok_never_suspect(server, tmp_path, name):
         assert recovered["located_at"][1:] == [recovered["read_by_span_id"]]  # the step that retried read it
 
 
+def test_small_talk_with_tools_at_hand_is_ok_and_no_unrecovered_error(server, tmp_path):
+    """A greeting answered without a tool, tools at hand: `ok`; the low-confidence suspicion that
+    the answer rests on no tool result stays listed (flagged), but it is no error of the
+    recoverability metric (nothing could have retried it): that read 0/1 recovered before."""
+    report = analyze_json(record_run(server, tmp_path / "t.jsonl", "hi there", [
+        {"content": "Hello! How can I help you with your orders today?"}],
+        {"lookup_order": lambda order_id: {}}))
+    [run] = report["runs"]
+    assert run["status"] == "ok" and run["critical"] is None
+    assert [(e["error_type"], e["suspicion"]) for e in run["errors"]] == [("unsupported_answer", True)]
+    assert report["summary"]["metrics"]["reliability"]["recoverability"] == {}
+
+
 def test_an_answer_resting_on_a_fabricated_value_is_suspect(server, tmp_path):
     run = only_run(server, tmp_path, "refund A10O2 please", [
         call("lookup_order", order_id="A10O2"),

@@ -11,7 +11,8 @@ analyzer's lifecycle calls them on what a trace recorded. Neither keeps a varian
   Offline a tool span stands for the request that made it.
 - `fabricated_values`: values in the model's final answer never received in a user, system or
   developer message or a tool result, nor used in the run's own tool calls (an answer restating
-  what it did), and not derivable from those numbers (`derived`).
+  what it did), and not computed from those numbers (`_computed`) nor a restated part of a known
+  date or time (`_in_a_date`).
 - `dropped_messages` / `drops_instructions`: messages of the previous step's context gone from
   this one; only a lost system or developer message is the error `context_dropped`.
 - `classify_result`: an empty result, an error payload, or ok (an exception is the caller's).
@@ -407,30 +408,33 @@ _DATE_OR_TIME = re.compile(r"(?:(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{
 _DATE_PARTS = re.compile(r"\d+")
 
 
-def derived(key: str, known: set[str] | frozenset[str]) -> bool:
-    """A number the model could have computed or restated from what it saw: a small multiple of a
-    known number (2 x 12.5), the sum of two known numbers, a known number rounded to the digits it
-    is stated with (19.987 stated as 19.99 or 20), or a part of a known date or time (2026 of
-    `2026-11-02`, 14:30 of `2026-02-11T14:30:00Z`). Anything else unseen is fabricated."""
-    if not key.startswith("n:"):  # a time or date inside a known timestamp (14:30 of 2026-02-11T14:30:00Z)
-        return bool(_DATE_OR_TIME.match(key, 2)) and any(
-            key[2:] in k for k in known if k.startswith("s:") and _DATE_OR_TIME.match(k, 2))
-    value = float(key[2:])
-    numbers = [float(k[2:]) for k in known if k.startswith("n:")]
-    if len(numbers) > 2000:  # keep the check cheap on huge runs
-        numbers = numbers[:2000]
-    half_unit = _half_unit(key[2:])
+def _is_date_or_time(key: str) -> bool:
+    """Whether a value key (`s:...`) holds a date or time (the digit test first: most ids start with a letter)."""
+    return key[2:3].isdigit() and key.startswith("s:") and _DATE_OR_TIME.match(key, 2) is not None
+
+
+def _computed(text: str, numbers: list[float], present: set[float]) -> bool:
+    """A number (as its key states it) the model could have computed from known numbers: a small
+    multiple (2 x 12.5), the sum of two, or one of them rounded to the digits stated (19.987 as
+    19.99 or 20)."""
+    value = float(text)
+    half_unit = _half_unit(text)
     for x in numbers:
         if abs(value - x) <= half_unit:
             return True
         ratio = value / x
         if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
             return True
-    present = set(numbers)
-    if any(abs(value - x) in present for x in numbers if abs(value - x) >= 10):
-        return True
-    return any(value == float(part) for k in known if k.startswith("s:") and _DATE_OR_TIME.match(k, 2)
-               for part in _DATE_PARTS.findall(k))
+    return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
+
+
+def _in_a_date(key: str, dates: list[str]) -> bool:
+    """A value that restates part of a known date or time: a number among its parts (2026 of
+    `2026-11-02`), a date or time inside it (14:30 of `2026-02-11T14:30:00Z`)."""
+    if key.startswith("n:"):
+        value = float(key[2:])
+        return any(value == float(part) for date in dates for part in _DATE_PARTS.findall(date))
+    return _is_date_or_time(key) and any(key[2:] in date for date in dates)
 
 
 def _half_unit(text: str) -> float:
@@ -442,6 +446,20 @@ def _half_unit(text: str) -> float:
 
 def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
     """The values of a final answer never received and not derivable (sorted, without the
-    `n:`/`s:` prefix): what `fabricated_value` reports."""
+    `n:`/`s:` prefix): what `fabricated_value` reports. Derivable: a number computed from known
+    ones (`_computed`), a restated part of a known date or time (`_in_a_date`)."""
     unseen = distinctive_values(answer or "") - known
-    return sorted(k[2:] for k in unseen if not derived(k, known))
+    if not unseen:
+        return []
+    numbers = [float(k[2:]) for k in known if k.startswith("n:")][:2000]  # (bounded: huge runs stay cheap)
+    present = set(numbers)
+    dates: list[str] | None = None  # the known dates and times, read only if a value needs them
+    made_up = []
+    for key in unseen:
+        if key.startswith("n:") and _computed(key[2:], numbers, present):
+            continue
+        if dates is None:
+            dates = [k[2:] for k in known if _is_date_or_time(k)]
+        if not (dates and _in_a_date(key, dates)):
+            made_up.append(key[2:])
+    return sorted(made_up)

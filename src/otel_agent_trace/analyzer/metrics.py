@@ -20,7 +20,8 @@
 * `task_success_rate`: runs with status `ok` / runs (failed and suspect runs are not successes);
 * `partial_completion`: in failed runs, steps that succeeded (neither an origin nor tainted by one)
   / their steps;
-* `recoverability`: per error type, origins a retry recovered / origins;
+* `recoverability`: per error type, origins a retry recovered / origins (suspicions are no
+  errors here: nothing could retry them);
 * `verifiability`: final answers whose numbers and ids all trace back to tool results (found in
   them, or derived from their numbers: `detectors.fabricated_values`) / final answers that hold
   any such value (answers without content or without values are not counted);
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
-from otel_agent_trace.analyzer.lifecycle import call_key_of, count
+from otel_agent_trace.analyzer.lifecycle import SUSPICION, call_key_of, count
 from otel_agent_trace.analyzer.locate import Finding
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.prices import Rates, as_table, lookup
@@ -247,7 +248,10 @@ def run_metrics(f: Finding) -> RunMetrics:
     if origins:
         recovered_ids = {s.span_id for s in f.recovered}
         for sid in origins:
-            etype = states[sid].error_type if sid in states and states[sid].error_type else "unknown"
+            st = states.get(sid)
+            if st is not None and SUSPICION in st.flags:
+                continue  # a suspicion (an answer without tools, say) is no error a retry could recover
+            etype = st.error_type if st is not None and st.error_type else "unknown"
             origins_by_type[etype] = origins_by_type.get(etype, 0) + 1
             if sid in recovered_ids:
                 recovered_by_type[etype] = recovered_by_type.get(etype, 0) + 1
