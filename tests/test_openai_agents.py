@@ -7,6 +7,8 @@ order id (the planted origin) and the host rejects the answer (MissingRefundAmou
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from stacks.zero_code import analyze, attributes, run_instrumented, spans_of
@@ -428,3 +430,44 @@ except ToolOutputGuardrailTripwireTriggered:
     _assert_origin_lookup(runs[stopped["traceId"]])  # the run ended on the lookup's result: its origin
     assert [h["phase"] for h in runs[stopped["traceId"]]["chain"]] == ["origin", "critical"]
     _assert_origin_lookup(runs[rejected["traceId"]])  # the rejected run answered on the empty lookup
+
+
+def test_hosted_tools_are_execute_tool_spans(tmp_path):
+    """Hosted tools (the Responses API's web search and code interpreter, which OpenAI runs, not
+    the SDK): each item the model's response reports is an `execute_tool` span in the step that
+    asked for it, with its call id, arguments and outcome; a failed one fails its span."""
+    proc, traces = run_instrumented(PRELUDE + """
+from agents import CodeInterpreterTool, WebSearchTool
+output = [
+    {"type": "web_search_call", "id": "ws_1", "status": "completed",
+     "action": {"type": "search", "query": "carrier delays DHL"}},
+    {"type": "code_interpreter_call", "id": "ci_1", "status": "failed", "code": "print(12.5 * 2",
+     "container_id": "cntr_1", "outputs": None},
+    {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+     "content": [{"type": "output_text", "text": "DHL reports delays of two days.", "annotations": []}]},
+]
+body = {"id": "resp_hosted", "object": "response", "created_at": 0, "status": "completed", "model": "gpt-4o-mini",
+        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 29,
+                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+hosted = ScriptedOpenAIServer({"*": [{"body": body}]}).start()
+model = OpenAIResponsesModel(model="gpt-4o-mini",
+                             openai_client=openai.AsyncOpenAI(base_url=hosted.base_url, api_key="test", max_retries=0))
+researcher = Agent(name="researcher", instructions="Answer with sources.", model=model,
+                   tools=[WebSearchTool(), CodeInterpreterTool(tool_config={"type": "code_interpreter",
+                                                                           "container": {"type": "auto"}})])
+print("REPLY", Runner.run_sync(researcher, "any carrier delays?").final_output)
+""", tmp_path)
+    assert proc.returncode == 0 and "REPLY DHL reports delays of two days." in proc.stdout, proc.stderr[-2000:]
+    ours = _ours(traces)
+    [run] = _named(ours, "invoke_agent")
+    [step] = _named(ours, "agent_step")
+    assert attributes(run)["gen_ai.agent.name"] == "researcher"
+    tools = {s["name"]: s for s in ours if s["name"].startswith("execute_tool")}
+    assert set(tools) == {"execute_tool web_search", "execute_tool code_interpreter"}
+    assert all(t["parentSpanId"] == step["spanId"] for t in tools.values())
+    search, code = attributes(tools["execute_tool web_search"]), attributes(tools["execute_tool code_interpreter"])
+    assert (search["gen_ai.tool.call.id"], search["agent_trace.tool.outcome"]) == ("ws_1", "ok")
+    assert json.loads(search["gen_ai.tool.call.arguments"])["action"]["query"] == "carrier delays DHL"
+    assert (code["gen_ai.tool.call.id"], code["agent_trace.tool.outcome"]) == ("ci_1", "error_result")
+
