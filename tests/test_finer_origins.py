@@ -53,6 +53,19 @@ def test_the_rule_set_is_configurable(server, tmp_path, monkeypatch):
     assert tool_errors(run) == [("execute_tool ship_order", "tool_error_result")]
 
 
+@pytest.mark.parametrize("result, outcome", [
+    ({"type": "text", "text": '{"success": false, "message": "nothing to refund"}'}, "error_result"),
+    ('{"type": "text", "text": "[]"}', "empty_result"),  # as a framework passes an MCP result on, as JSON
+    ([{"type": "text", "text": "Error: order service down"}], "error_result"),
+    ([{"type": "text", "text": "Order A1001"}, {"type": "text", "text": "shipped"}], "ok"),
+    ([{"type": "text", "text": "[]"}, {"type": "image", "data": "..."}], "ok"),  # not text blocks only
+    ({"type": "text", "text": "[]", "source": "cache"}, "ok"),  # a record with a text field, not a block
+])
+def test_text_content_blocks_are_classified_by_their_text(result, outcome):
+    """An MCP result's text blocks (as the OpenAI Agents SDK hands them to the model) say what the tool returned."""
+    assert classify_result(result).value == outcome
+
+
 def test_a_made_up_argument_value_is_a_model_decision(server, tmp_path):
     """The refund fails in the tool, but the order id was never seen: the model made it up."""
     [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", "Please refund my last order", [

@@ -471,3 +471,35 @@ print("REPLY", Runner.run_sync(researcher, "any carrier delays?").final_output)
     assert json.loads(search["gen_ai.tool.call.arguments"])["action"]["query"] == "carrier delays DHL"
     assert (code["gen_ai.tool.call.id"], code["agent_trace.tool.outcome"]) == ("ci_1", "error_result")
 
+
+def test_mcp_server_tools_are_one_span_each_with_the_origin(tmp_path):
+    """An agent whose tools come from an MCP server (`MCPServerStdio` running examples/mcp_server.py):
+    each call is one `execute_tool` span in the step that asked (the SDK's function-tool path and
+    the MCP session's `call_tool` do not both record it), with the model's call id, and the empty
+    lookup is the origin of the failed run."""
+    proc, traces = run_instrumented(PRELUDE + """
+import mcp_agent
+from agents.mcp import MCPServerStdio
+
+async def main():
+    params = mcp_agent.server_parameters()
+    async with MCPServerStdio({"command": params.command, "args": params.args, "env": params.env},
+                              name="orders") as orders:
+        desk = Agent(name="support", instructions=support_agent.SYSTEM, mcp_servers=[orders], model="gpt-4o-mini")
+        result = await Runner.run(desk, TICKET)
+        support_agent.check_reply(TICKET, result.final_output)
+
+asyncio.run(main())
+""", tmp_path)
+    assert proc.returncode != 0 and "MissingRefundAmount" in proc.stderr, proc.stderr[-2000:]
+    ours = _ours(traces)
+    [run] = _named(ours, "invoke_agent")
+    steps = _named(ours, "agent_step")
+    tools = _named(ours, "execute_tool")
+    assert [t["name"] for t in tools] == ["execute_tool lookup_order", "execute_tool calculate_refund"]
+    assert all(t["parentSpanId"] in {s["spanId"] for s in steps} for t in tools)
+    assert all(attributes(t).get("gen_ai.tool.call.id") for t in tools)
+    [analysed] = analyze(traces)["runs"]
+    assert analysed["status"] == "failed"
+    _assert_origin_lookup(analysed)
+

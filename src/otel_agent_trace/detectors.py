@@ -139,7 +139,8 @@ def classify_result(result: Any) -> Outcome:
     """Outcome of a tool result value (a Python object or the text fed back to the model).
 
     Empty: `[]`, `{}`, `null`, `""`. Error payload: an object the rule set calls one
-    (`error_payload`), or text starting with `Error`, `Exception` or `Traceback`.
+    (`error_payload`), or text starting with `Error`, `Exception` or `Traceback`. Text content
+    blocks (`{"type": "text", "text": ...}`) are classified by their text.
     """
     if isinstance(result, (str, bytes)):
         text = result.decode("utf-8", "replace") if isinstance(result, bytes) else result
@@ -158,9 +159,29 @@ def classify_result(result: Any) -> Outcome:
         return Outcome.EMPTY_RESULT
     if isinstance(result, (list, tuple, set, dict)) and len(result) == 0:
         return Outcome.EMPTY_RESULT
+    text = _content_text(result)
+    if text is not None:
+        return classify_result(text)
     if isinstance(result, dict) and error_payload(result):
         return Outcome.ERROR_RESULT
     return Outcome.OK
+
+
+_TEXT_BLOCK_KEYS = frozenset({"type", "text", "annotations", "_meta"})
+
+
+def _content_text(result: Any) -> str | None:
+    """The text of a result given as content blocks (MCP's `TextContent`, a framework passing an
+    MCP result on as JSON): one text block, or a list of text blocks only. Their text is what the
+    tool returned; the wrapper says nothing of it. None for anything else."""
+    blocks = [result] if isinstance(result, dict) else result if isinstance(result, (list, tuple)) else None
+    if not blocks:
+        return None
+    for block in blocks:
+        if not (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+                and block.keys() <= _TEXT_BLOCK_KEYS):
+            return None
+    return "\n".join(block["text"] for block in blocks)
 
 
 # --- arguments and declared tools ---------------------------------------------------------------
