@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = score(pred, labels, parents)
     results["baseline: error-status/exception spans"] = score(baseline(spans), labels, parents)
     results["precision by error type (errors[] as located)"] = by_type(report, labels, parents)
-    print(f"TRAIL GAIA: {results['traces']} traces, {results['traces_analysed']} analysed, {results['runs']} runs "
+    split = labels[0].get("split", "GAIA") if labels else "GAIA"
+    print(f"TRAIL {split}: {results['traces']} traces, {results['traces_analysed']} analysed, {results['runs']} runs "
           f"{results['statuses']}")
     print("| what the user reads | origin@1 vs earliest HIGH | hit@3 | precision per entry | precision per span "
           "| recall (all gold) | System Execution recall |")

@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ours = score(report, labels, steps)
     base = baselines(labels, steps)
     n = ours["traces"]
-    print(f"Who&When Algorithm-Generated: {n} traces, {len(report['runs'])} runs, "
+    subset = labels[0].get("subset", "Algorithm-Generated") if labels else "Algorithm-Generated"
+    print(f"Who&When {subset}: {n} traces, {len(report['runs'])} runs, "
           f"{sum(r['status'] == 'failed' for r in report['runs'])} failed; a place named in {ours['with_a_place']}")
     print("| method | step accuracy | within one step | agent accuracy | gold step among places | places per log |")
     print("|---|---|---|---|---|---|")
