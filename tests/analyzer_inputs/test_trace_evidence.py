@@ -442,6 +442,23 @@ def test_an_answer_without_tools_is_no_suspicion_when_the_plan_asks_for_no_looku
     assert entry["suspicion"] is True and "its plan asked for a lookup ('web') that no step made" in entry["reason"]
 
 
+def test_an_agent_given_no_tool_but_the_final_answer_is_not_suspected(tmp_path):
+    """A code agent whose prompt lists only `final_answer` (TRAIL's SWE-bench agent: all its work
+    is Python run inside its steps) had nothing else to call: no `unsupported_answer`. The same
+    run given a search tool is suspected, and so is one whose tool list is not known at all."""
+    only_final = ("You only have access to these tools:\n- final_answer: Provides a final answer.\n"
+                  "    Takes inputs: {'answer': ...}\n")
+    spans = _planned_agent("1. Look up the 2016 paper.\n2. Read its table.", only_final)
+    (finding,) = _analyze(tmp_path, spans).findings
+    assert finding.errors == [] and not finding.failed
+    assert _report_run(tmp_path, spans)["errors"] == []
+    spans = _planned_agent("1. Look up the 2016 paper.\n2. Read its table.", TOOLS_PROMPT)
+    (finding,) = _analyze(tmp_path, spans).findings
+    assert [finding.lifecycle.error_type(s.span_id) for s in finding.errors] == ["unsupported_answer"]
+    (finding,) = _analyze(tmp_path, _code_agent([])).findings  # no tool list in any prompt
+    assert [finding.lifecycle.error_type(s.span_id) for s in finding.errors] == ["unsupported_answer"]
+
+
 def test_a_proven_error_is_no_suspicion_in_the_json_report(tmp_path):
     from otel_agent_trace.analyzer.report.json_report import _error
 

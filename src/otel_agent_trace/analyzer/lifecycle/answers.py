@@ -38,7 +38,9 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
     (`final_answer`, smolagents' `FinalAnswerTool`), or tool definitions are recorded. Yet the run
     executed no other tool and delegated to no sub-agent (`agent_trace.run.subagent_runs`, set by
     normalization): whatever the answer states came from the model alone. The origin is the step
-    that decided the answer. Runs with an earlier error are left alone (that error is the story).
+    that decided the answer. Runs with an earlier error are left alone (that error is the story),
+    and so are runs whose tool list (recorded, or listed in the prompt) holds nothing but the final
+    answer: a code agent given no tool does its work in code, and had nothing else to call.
     """
     if not run.steps or any(s in run.spans for s in life.origins):
         return
@@ -60,8 +62,11 @@ def unsupported_answer(run: Run, life: Lifecycle, definitions: set[str] | None) 
             return  # the run stopped on a tool call (its results never read) or a truncated output: no answer
     if decider is None:
         return
+    given, outputs = _tools_given(run, decider, definitions)
+    if given is not None and not given:
+        return  # its only tool was the final answer: there was nothing else to call
     index = run.step_index_of(decider)
-    planned = _planned_tools(run, decider, definitions)
+    planned = set().union(*(mentioned(text, given) for text in outputs)) if given and outputs else set()
     reason = (f"final answer at step {index} rests on no tool result: the run called no tool but the final answer "
               "and no sub-agent, though it had tools")
     if planned:
@@ -106,12 +111,14 @@ def _plan_before(run: Run, first: Span) -> str | None:
     return facts.output_text
 
 
-def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set[str]:
-    """Tools the model was given (recorded definitions, or listed in its prompt as `- name: ...`),
-    other than the final answer, that its own outputs up to the answering decision name."""
+def _tools_given(run: Run, decider: Span, definitions: set[str] | None) -> tuple[set[str] | None, list[str]]:
+    """The tools the model was given up to the answering decision (recorded definitions, or listed in
+    its prompts as `- name: ...`), other than the final answer, and its outputs up to then. The set
+    is None when no tool list is known at all (nothing recorded, no prompt lists one)."""
     from otel_agent_trace.analyzer.normalize.conventions import LLM, facts_of
 
     given = set(definitions or ())
+    known = definitions is not None
     outputs: list[str] = []
     for span in sorted(run.spans.values(), key=START_ID):
         if span.start_ns > decider.end_ns:
@@ -120,11 +127,14 @@ def _planned_tools(run: Run, decider: Span, definitions: set[str] | None) -> set
         if facts is None or facts.role != LLM:
             continue
         for message in facts.inputs:
-            given |= listed_tools(message.content)
+            listed = listed_tools(message.content)
+            known = known or bool(listed)
+            given |= listed
         if facts.output_text:
             outputs.append(facts.output_text)
-    given = {n for n in given if not FINAL_ANSWER_TOOL.match(n)}
-    return set().union(*(mentioned(text, given) for text in outputs)) if outputs else set()
+    if not known:
+        return None, outputs
+    return {n for n in given if not FINAL_ANSWER_TOOL.match(n)}, outputs
 
 
 def answer_text(output: Any) -> str | None:
