@@ -150,3 +150,19 @@ def test_a_pronouns_contraction_is_no_answer_value():
     values = silent.answer_values("I'm sure: I'll say We've found Paris Orly.", "Which airport?")
     assert "s:paris orly" in values
     assert not any(key.startswith(("s:i'", "s:we'")) for key in values)
+
+
+def test_magentic_ones_terminal_output_is_an_execution_result(tmp_path):
+    # Magentic-One's ComputerTerminal writes `The script ran, then exited with Unix exit code: N`
+    path = _group_chat(tmp_path / "chat.jsonl", "How many penguins are in penguins.csv?", [
+        ("Orchestrator", "Plan: the coder writes a script that counts the rows of penguins.csv."),
+        ("Coder", "```python\nimport pandas as pd\nprint(len(pd.read_csv('penguin.csv')))\n```"),
+        ("ComputerTerminal", "The script ran, then exited with Unix exit code: 1\nIts output was:\n"
+                             "FileNotFoundError: [Errno 2] penguin.csv"),
+        ("Orchestrator", "The count could not be obtained."),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["error_type"] == "error_in_text" and run["origin"]["agent"] == "Coder"
+    [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
+    assert "exit code 1" in entry["reason"]
+    assert silent._NO_CODE.match("No code block detected in the messages. Please provide a markdown-encoded code block")

@@ -58,10 +58,14 @@ _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
 _INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS)
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
 _END_WORDS = re.compile(r"\b(?:TERMINATE|FINAL ANSWER:?|DONE)\b")
-# code execution output as multi-agent frameworks write it into the conversation (AG2's executor)
-_EXECUTION = re.compile(r"^\s*exitcode:\s*(-?\d+)", re.IGNORECASE)
+# code execution output as multi-agent frameworks write it into the conversation: AG2's executor
+# (`exitcode: 1 (execution failed)`), Magentic-One's ComputerTerminal (`The script ran, then exited
+# with Unix exit code: 1`, `The script ran but produced no output to console. The Unix exit code was: 0`)
+_EXECUTION = re.compile(r"^\s*(?:exitcode:|The script ran(?:, then exited with| but produced no output to "
+                        r"console\. The) Unix exit code(?: was)?:)\s*(-?\d+)", re.IGNORECASE)
 _EXECUTOR_NAME = re.compile(r"(?i)(?:terminal|executor|code_?exec|interpreter|sandbox)")
-_NO_CODE = re.compile(r"^\s*There is no code from the last", re.IGNORECASE)
+# an executor that found nothing to run: AG2's, Magentic-One's ComputerTerminal
+_NO_CODE = re.compile(r"^\s*(?:There is no code from the last|No code block detected in the messages)", re.IGNORECASE)
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b:|"
                          r"\bexecution failed\b|\btimed? ?out\b|No such file or directory|\bnot found\b|"
                          r"\b40[134]\b.{0,20}\b(?:Client Error|Forbidden|Not Found|Unauthorized)")
@@ -379,7 +383,7 @@ def _succeeded(turn: Turn) -> bool:
         return False
     execution = _EXECUTION.match(text)
     body = text[execution.end():] if execution else text
-    body = re.sub(r"^[^\n]*\n?\s*Code output:", "", body).strip() if execution else body
+    body = re.sub(r"^[^\n]*\n?\s*(?:Code output|Its output was):", "", body).strip() if execution else body
     return body not in ("", "[]", "{}", "null", "None")
 
 
