@@ -150,3 +150,55 @@ def test_a_pronouns_contraction_is_no_answer_value():
     values = silent.answer_values("I'm sure: I'll say We've found Paris Orly.", "Which airport?")
     assert "s:paris orly" in values
     assert not any(key.startswith(("s:i'", "s:we'")) for key in values)
+
+
+def test_magentic_ones_terminal_output_is_an_execution_result(tmp_path):
+    # Magentic-One's ComputerTerminal writes `The script ran, then exited with Unix exit code: N`
+    path = _group_chat(tmp_path / "chat.jsonl", "How many penguins are in penguins.csv?", [
+        ("Orchestrator", "Plan: the coder writes a script that counts the rows of penguins.csv."),
+        ("Coder", "```python\nimport pandas as pd\nprint(len(pd.read_csv('penguin.csv')))\n```"),
+        ("ComputerTerminal", "The script ran, then exited with Unix exit code: 1\nIts output was:\n"
+                             "FileNotFoundError: [Errno 2] penguin.csv"),
+        ("Orchestrator", "The count could not be obtained."),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["error_type"] == "error_in_text" and run["origin"]["agent"] == "Coder"
+    [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
+    assert "exit code 1" in entry["reason"]
+    assert silent._NO_CODE.match("No code block detected in the messages. Please provide a markdown-encoded code block")
+
+
+def test_what_a_turn_states_leaves_out_addresses_harness_output_and_page_dumps():
+    # real text from Magentic-One logs (Who&When Hand-Crafted)
+    surfer = ("I typed 'Ted Danson TV series list' into the browser search bar.\n\nHere is a screenshot of "
+              "[Ted Danson TV series list - Search](https://www.bing.com/search?q=Ted+Danson+TV+series+list&form=QBLH"
+              "&sp=-1&lq=0&pq=&sc=0-0&qs=n&sk=&cvid=C55ED53AB69F42F1BEE03E4B3CB740E2&ghsh=0&ghacc=0&ghpl=). The viewport "
+              "shows 26% of the webpage.\nAutomatic OCR of the page screenshot has detected the following text:\n\n"
+              "Hypothetical Growth of $10,000: 1979, 1982\n<Image>\nError processing publish message\n"
+              "Traceback (most recent call last):\n  File \"/usr/local/lib/python3.11/site-packages/autogen_core/x.py\", "
+              "line 410, in _process_publish\n    await asyncio.gather(*responses)\n"
+              "openai.BadRequestError: Error code: 400 - {'code': 'content_filter'}\n"
+              "/workspace/scenario.py:116: UserWarning: Resolved model mismatch: gpt-4o-2024-08-06 != gpt-4o-2024-05-13. "
+              "Model mapping may be incorrect.\n  response = await client.create(messages)\n"
+              "FINAL ANSWER: CSI Cyber\nSCENARIO.PY COMPLETE !#!#\nRUN.SH COMPLETE !#!#")
+    stated = silent.stated_text(surfer)
+    assert "I typed 'Ted Danson TV series list'" in stated and "FINAL ANSWER: CSI Cyber" in stated
+    for gone in ("bing.com", "ghacc", "Hypothetical", "1979", "Traceback", "BadRequestError", "gpt-4o", "client.create",
+                 "!#!#"):
+        assert gone not in stated, gone
+    assert detectors.fabricated_values(stated, set()) == []
+    assert silent.stated_text('{"reason": "Adjani\\u2019s film, 42mm:\\n"}') == '{"reason": "Adjani\u2019s film, 42mm: "}'
+    values = silent.answer_values(stated, "Which series?")
+    assert "s:csi cyber" in values and "s:final answer" not in values
+
+
+def test_a_value_in_an_address_is_not_made_up(tmp_path):
+    path = _group_chat(tmp_path / "chat.jsonl", "Which series has the lowest rating?", [
+        ("Orchestrator", "Please search for the series' ratings."),
+        ("WebSurfer", "I opened https://www.bing.com/search?q=ratings&sp=-1&lq=0&ghacc=0 and the page lists "
+                      "the ratings."),
+        ("Orchestrator", "The lowest rated is **Gulf War 17**."),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert not any("&lq" in e["reason"] or "ghacc" in e["reason"] for e in run["errors"])
+    assert not any(e["agent"] == "WebSurfer" and "states" in e["reason"] for e in run["errors"])

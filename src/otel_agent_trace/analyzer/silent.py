@@ -58,10 +58,14 @@ _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
 _INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS)
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
 _END_WORDS = re.compile(r"\b(?:TERMINATE|FINAL ANSWER:?|DONE)\b")
-# code execution output as multi-agent frameworks write it into the conversation (AG2's executor)
-_EXECUTION = re.compile(r"^\s*exitcode:\s*(-?\d+)", re.IGNORECASE)
+# code execution output as multi-agent frameworks write it into the conversation: AG2's executor
+# (`exitcode: 1 (execution failed)`), Magentic-One's ComputerTerminal (`The script ran, then exited
+# with Unix exit code: 1`, `The script ran but produced no output to console. The Unix exit code was: 0`)
+_EXECUTION = re.compile(r"^\s*(?:exitcode:|The script ran(?:, then exited with| but produced no output to "
+                        r"console\. The) Unix exit code(?: was)?:)\s*(-?\d+)", re.IGNORECASE)
 _EXECUTOR_NAME = re.compile(r"(?i)(?:terminal|executor|code_?exec|interpreter|sandbox)")
-_NO_CODE = re.compile(r"^\s*There is no code from the last", re.IGNORECASE)
+# an executor that found nothing to run: AG2's, Magentic-One's ComputerTerminal
+_NO_CODE = re.compile(r"^\s*(?:There is no code from the last|No code block detected in the messages)", re.IGNORECASE)
 _ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b:|"
                          r"\bexecution failed\b|\btimed? ?out\b|No such file or directory|\bnot found\b|"
                          r"\b40[134]\b.{0,20}\b(?:Client Error|Forbidden|Not Found|Unauthorized)")
@@ -70,6 +74,21 @@ _ASSUMING = re.compile(r"(?i)\b(?:hypothetical(?:ly)?|simulat(?:e|ed|ing)|assum(
                        r"dummy|sample data|example data|for (?:demonstration|illustration)(?: purposes)?|made[- ]up)\b")
 _FILE_NAME = re.compile(r"\.[A-Za-z]{2,4}$")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+# text in a turn that is not what its agent states (`stated_text`):
+# - an address: a URL's path and query string are split into tokens (`sp=-1&lq=0`), none a value stated;
+_ADDRESS = re.compile(r"\b(?:https?://|www\.)[^\s<>\"'`)\]]+")
+# - the process's own output mixed into a message (the harness's stderr): Python's warnings
+#   (`file.py:216: UserWarning: ...` and the source line under it) and tracebacks (down to the
+#   exception's line), and a benchmark harness's banners (AutoGenBench's `SCENARIO.PY COMPLETE !#!#`);
+_WARNING = re.compile(r"^[^\n]*\.py:\d+: \w*Warning: [^\n]*(?:\n[ \t]+[^\n]*)?", re.MULTILINE)
+_TRACEBACK = re.compile(r"^[^\n]*Traceback \(most recent call last\):(?:\n[ \t]+[^\n]*|\n\s*\^+[^\n]*)*"
+                        r"(?:\n[^\n]*)?", re.MULTILINE)
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\[nrt]")
+_BANNER = re.compile(r"^[^\n]*!#!#[ \t]*$", re.MULTILINE)
+# - what a browsing agent shows of a page: Magentic-One's MultimodalWebSurfer follows its action
+#   (`I clicked 'Credits'.`) with `Here is a screenshot of [title](url)`, the page's metadata and the
+#   OCR of the screenshot, down to `<Image>`: what the page says, not what the agent claims
+_PAGE_DUMP = re.compile(r"Here is a screenshot of \[.*?(?:<Image>|$)", re.DOTALL)
 _SUCCESS_CLAIM = re.compile(r"(?i)\b(?:successfully|succeeded|has been (?:confirmed|verified)|is correct|"
                             r"confirm(?:s|ed)? (?:that|the)|verified)\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w])")
@@ -188,6 +207,15 @@ def task_text(run: Run) -> str:
     return "\n".join(parts)
 
 
+def stated_text(text: str) -> str:
+    """What a turn's agent states: its text without code, the harness's output mixed into it
+    (warnings, tracebacks, banners), a page a browsing agent shows, and addresses (see above)."""
+    for pattern in (_CODE_BLOCK, _PAGE_DUMP, _TRACEBACK, _WARNING, _BANNER, _ADDRESS):
+        text = pattern.sub(" ", text)
+    # JSON's escapes left in text (a ledger printed as JSON: `Adjani\\u2019s`, `42mm:\\n`) are the characters
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else " ", text)
+
+
 # --- values ------------------------------------------------------------------------------------
 def _number_key(token: str) -> str | None:
     text = token.strip().lstrip("+$").rstrip("%").replace(",", "")
@@ -218,7 +246,7 @@ def answer_values(text: str, task: str, agents: frozenset[str] = frozenset()) ->
                 _keep(out, key, value, strength - 1 if small else strength)
             return
         low = value.lower()
-        if len(value) < 2 or low in _STOP or low in task_lower or "_" in value or low in agents or _PRONOUN.match(value):
+        if len(value) < 2 or low in _STOP or _END_WORDS.fullmatch(value) or low in task_lower or "_" in value or low in agents or _PRONOUN.match(value):
             return
         if not any(c.isalpha() for c in value):
             return
@@ -283,7 +311,7 @@ def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
     answer, values = None, {}
     for turn in reversed(sequence):  # the last turn of the model that states a value
         if not turn.observation and _END_WORDS.sub("", turn.text).strip(" \n.*"):
-            values = answer_values(_CODE_BLOCK.sub(" ", turn.text), task, agents)
+            values = answer_values(stated_text(turn.text), task, agents)
             if values:
                 answer = turn
                 break
@@ -316,7 +344,7 @@ def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
     for turn in sequence:
         if not turn.observation and not (question and question in " ".join(turn.text.split())):
             # (a turn that restates the task hands it on: what it adds is the task's, not a claim)
-            stated = _CODE_BLOCK.sub(" ", turn.text)
+            stated = stated_text(turn.text)
             values = [v for v in detectors.fabricated_values(stated, known) if _stated_value(v)] if stated.strip() else []
             if values:
                 return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
@@ -379,7 +407,7 @@ def _succeeded(turn: Turn) -> bool:
         return False
     execution = _EXECUTION.match(text)
     body = text[execution.end():] if execution else text
-    body = re.sub(r"^[^\n]*\n?\s*Code output:", "", body).strip() if execution else body
+    body = re.sub(r"^[^\n]*\n?\s*(?:Code output|Its output was):", "", body).strip() if execution else body
     return body not in ("", "[]", "{}", "null", "None")
 
 
@@ -392,7 +420,7 @@ def contradicted_result(sequence: list[Turn]) -> list[Suspicion]:
         if not failed:
             continue
         reader = next((t for t in sequence[i + 1:] if not t.observation), None)
-        if reader is not None and _SUCCESS_CLAIM.search(_CODE_BLOCK.sub(" ", reader.text)):
+        if reader is not None and _SUCCESS_CLAIM.search(stated_text(reader.text)):
             return [Suspicion(reader.span, reader.agent, CONTRADICTED_RESULT,
                               f"{reader.span.name} reports success, but the result it read ({turn.span.name}) "
                               f"failed ({failed})", 0.3, bug_class="model_decision", seen_at=turn.span)]
@@ -405,7 +433,7 @@ def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
     for turn in sequence[1:]:
         if turn.observation:
             continue
-        text = _CODE_BLOCK.sub(" ", turn.text)
+        text = stated_text(turn.text)
         m = _ASSUMING.search(text)
         if m and m.group().lower() not in task.lower():
             quote = " ".join(text[max(0, m.start() - 60):m.end() + 60].split())
