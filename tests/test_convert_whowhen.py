@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ AG_SLICE = ["Who&When/Algorithm-Generated/1.json", "Who&When/Algorithm-Generated
 
 
 def _load():
+    sys.path.insert(0, str(ROOT / "bench" / "corpora"))  # it imports its sibling, convert_trail
     spec = importlib.util.spec_from_file_location("convert_whowhen", ROOT / "bench" / "corpora" / "convert_whowhen.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

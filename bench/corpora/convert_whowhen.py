@@ -31,6 +31,8 @@ import sys
 from collections import Counter
 from typing import Any
 
+from convert_trail import any_value  # the same AnyValue typing (bench/corpora is the script's own folder)
+
 DEFAULT_REPO = "/work/.mirror/mingyin1+Agents_Failure_Attribution/repo"
 DEFAULT_COMMIT = "3d9d568"
 SUBSETS = {"Algorithm-Generated": "CaptainAgent", "Hand-Crafted": "Magentic-One"}
@@ -65,18 +67,8 @@ def _id(text: str, nbytes: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[: 2 * nbytes]
 
 
-def _value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    return {"stringValue": v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}
-
-
 def _attrs(pairs: list[tuple[str, Any]]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": _value(v)} for k, v in pairs if v is not None]
+    return [{"key": k, "value": any_value(v)} for k, v in pairs if v is not None]
 
 
 def speaker_of(message: dict[str, Any]) -> str:
