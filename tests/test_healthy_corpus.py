@@ -149,6 +149,26 @@ def _corpus():
             [call("lookup_order", order_id="A1001"),
              {"content": "Order A1001 shipped on November 2, 2026 at 14:30."}],
             lambda: {"lookup_order": lambda order_id: {"id": order_id, "shipped_at": "2026-11-02T14:30:00Z"}}),
+        "an amount converted at the rate a tool returned": (
+            "what is 100 USD in EUR?",
+            [call("get_rate", base="USD", quote="EUR"), {"content": "100 USD is 92.00 EUR."}],
+            lambda: {"get_rate": lambda base, quote: {"base": base, "quote": quote, "rate": 0.92}}),
+        "a total with the tax rate a tool returned": (
+            "what will order A1001 cost with tax?",
+            [call("lookup_order", order_id="A1001"), call("get_tax_rate", region="CA"),
+             {"content": "Order A1001 comes to $270.00 with tax."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id, "subtotal": 250.0, "region": "CA"},
+                     "get_tax_rate": lambda region: {"region": region, "rate": "8%"}}),
+        "a price after the coupon's discount": (
+            "what does SKU-15 cost with coupon SAVE15?",
+            [call("get_price", sku="SKU-15"), call("check_coupon", code="SAVE15"),
+             {"content": "With SAVE15, SKU-15 costs $68.00."}],
+            lambda: {"get_price": lambda sku: {"sku": sku, "price": 80.0},
+                     "check_coupon": lambda code: {"code": code, "valid": True, "discount": 0.15}}),
+        "a bill split evenly": (
+            "we are 4: how much does each of us pay for table T-12?",
+            [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],
+            lambda: {"get_bill": lambda table: {"table": table, "total": 120.0}}),
     }
 
 

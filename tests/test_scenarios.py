@@ -281,6 +281,17 @@ def test_amounts_that_came_from_tools_are_not_fabricated(instrument, scripted):
     assert "agent_trace.fabricated.values" not in attrs(final) and phase(final) is None
 
 
+def test_an_amount_converted_at_a_rate_never_received_is_fabricated(instrument, scripted):
+    """Converted at the rate the tool returned (0.92): computed. At another rate: made up."""
+    traced = instrument()
+    for answer, made_up in (("100 USD is 92.00 EUR.", None), ("100 USD is 95.00 EUR.", ("95",))):
+        client = scripted({"100 USD": [call("get_rate", base="USD", quote="EUR"), {"content": answer}]})
+        with otel_agent_trace.agent_run("fx"):
+            run_loop(client, "what is 100 USD in EUR?", {"get_rate": lambda base, quote: {"rate": 0.92}})
+        final = traced.named("agent_step")[-1]
+        assert attrs(final).get("agent_trace.fabricated.values") == made_up, answer
+
+
 @pytest.mark.parametrize("answer, received, fabricated", [
     ("It costs $19.99.", {"price": 19.987}, []),  # rounded to the digits stated
     ("It costs about $20.", {"price": 19.987}, []),
@@ -293,6 +304,34 @@ def test_amounts_that_came_from_tools_are_not_fabricated(instrument, scripted):
 def test_values_restated_from_what_was_received(answer, received, fabricated):
     """What the fabricated-value check (recorder and analyzer alike) accepts as restated, not made up."""
     assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
+
+
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("100 USD is 92.00 EUR.", {"amount": 100, "rate": 0.92}, []),  # times a rate received
+    ("100 USD is 95.00 EUR.", {"amount": 100, "rate": 0.92}, ["95"]),
+    ("With tax the total is $270.00.", {"subtotal": 250.0, "tax_rate": "8%"}, []),  # plus a percentage
+    ("With tax the total is $275.00.", {"subtotal": 250.0, "tax_rate": "8%"}, ["275"]),
+    ("After the coupon it costs $68.00.", {"price": 80.0, "discount": 0.15}, []),  # less a share
+    ("After the coupon it costs $61.00.", {"price": 80.0, "discount": 0.15}, ["61"]),
+    ("That is 108.70 USD.", {"amount": 100, "rate": 0.92}, []),  # divided by it: 100 / 0.92
+    ("Each of the 4 pays $30.00.", {"bill": 120.0}, []),  # a share of 2 to 12
+    ("Each pays $35.00.", {"bill": 120.0}, ["35"]),
+    ("100 USD is 92.00 EUR.", {"amount": 100, "v": "v0.92b", "ref": "A-0.92"}, ["92"]),  # not a factor: part of an id
+])
+def test_values_computed_with_a_factor_received(answer, received, fabricated):
+    """A number computed from a known one with a factor the run received (`detectors.operand_values`:
+    a rate, a share, a percentage) is computed, not made up; the same number off by more than its
+    stated digits is not. The factors are known only beside the values (never distinctive)."""
+    known = detectors.distinctive_values(received) | detectors.operand_values(received)
+    assert detectors.fabricated_values(answer, known) == fabricated
+
+
+def test_operand_values_are_small_fractions_and_percentages():
+    text = 'rate 0.92, tax 8%, discount .15; 12.5 kg; 3 items; version v1.2; "(0.5)" and 7.'
+    assert detectors.operand_values(text) == {"o:0.92", "o:0.08", "o:0.15", "o:0.5"}
+    assert detectors.operand_values({"rate": 0.92, "n": 3, "big": 12.5, "pct": "8.5%"}) == {"o:0.92", "o:0.085"}
+    assert detectors.operand_values("no factor here: A1001, 2026-11-02") == frozenset()
+    assert not (detectors.distinctive_values(text) & detectors.operand_values(text))  # never distinctive
 
 
 # --- budgets -----------------------------------------------------------------------------------------

@@ -422,6 +422,33 @@ _token_keys: dict[str, str | None] = {}
 _UNKNOWN = object()
 
 
+# Factors a model computes with, never distinctive (a rate, a share, a percentage: 0.92, 0.15, 8%),
+# kept as `o:` keys beside the distinctive values a run received, so that a number computed with
+# one (100 USD x 0.92 = 92 EUR; $250 plus 8% = $270) reads as computed, not made up
+# (`fabricated_values`). Only small numbers with a fraction (|x| < 10) and explicit percentages.
+_FACTOR = re.compile(r"[+-]?(?:\d?\.\d+|\d+(?:\.\d+)?%)")  # 0.92, .15, -0.5, 8%, 8.5% (a whole token)
+MAX_OPERANDS = 200  # factors tried per number (bounded: a long run stays cheap)
+
+
+def operand_values(payload: Any) -> frozenset[str]:
+    """The factors (`o:0.92`; `o:0.08` for 8%) in a tool result, arguments or message (see above):
+    its runs of non-separators (`_runs`, as `distinctive_values` reads text; JSON is read as its
+    text) that are a fraction under 10 or a percentage. Not cached: the recorder reads each new
+    message and result once, the analyzer each run's once."""
+    text = payload if isinstance(payload, str) else orjson.dumps(payload, default=str).decode()
+    if "." not in text and "%" not in text:
+        return frozenset()  # (most texts: no fraction, no percentage: one search in C)
+    keys = set()
+    for run in _runs(text):
+        if "." in run or "%" in run:
+            token = run.strip(":!?*").rstrip(".")
+            if _FACTOR.fullmatch(token):
+                number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
+                if 0 < abs(number) < 10:
+                    keys.add(f"o:{number:g}")
+    return frozenset(keys)
+
+
 # a date or time as one token (`2026-11-02`, `2026/11/02T09:30`, `02.11.2026`, `09:30:15`): an
 # answer restating it in other words (`November 2, 2026`) names its parts
 _DATE_OR_TIME = re.compile(r"(?:(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})"
@@ -434,10 +461,11 @@ def _is_date_or_time(key: str) -> bool:
     return key[2:3].isdigit() and key.startswith("s:") and _DATE_OR_TIME.match(key, 2) is not None
 
 
-def _computed(text: str, numbers: list[float], present: set[float]) -> bool:
+def _computed(text: str, numbers: list[float], present: set[float], factors: list[float] = ()) -> bool:
     """A number (as its key states it) the model could have computed from known numbers: a small
-    multiple (2 x 12.5), the sum of two, or one of them rounded to the digits stated (19.987 as
-    19.99 or 20)."""
+    multiple (2 x 12.5) or share ($120 split 4 ways), the sum of two, one of them rounded to the
+    digits stated (19.987 as 19.99 or 20), or one of them times a known factor, with it added or
+    taken off (100 x 0.92; 250 plus 8%; 80 less 0.15), or divided by it; each to the digits stated."""
     value = float(text)
     half_unit = _half_unit(text)
     for x in numbers:
@@ -446,6 +474,12 @@ def _computed(text: str, numbers: list[float], present: set[float]) -> bool:
         ratio = value / x
         if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
             return True
+        if value and 2 <= round(x / value) <= 12 and abs(value - x / round(x / value)) <= half_unit:
+            return True
+        for r in factors:
+            if min(abs(value - x * r), abs(value - x * (1 + r)), abs(value - x * (1 - r)),
+                   abs(value - x / r)) <= half_unit:
+                return True
     return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
@@ -468,16 +502,18 @@ def _half_unit(text: str) -> float:
 def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
     """The values of a final answer never received and not derivable (sorted, without the
     `n:`/`s:` prefix): what `fabricated_value` reports. Derivable: a number computed from known
-    ones (`_computed`), a restated part of a known date or time (`_in_a_date`)."""
+    ones and the known factors (`o:` keys of `known`, `operand_values`; `_computed`), a restated
+    part of a known date or time (`_in_a_date`)."""
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []
     numbers = [float(k[2:]) for k in known if k.startswith("n:")][:2000]  # (bounded: huge runs stay cheap)
+    factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]  # (`operand_values`)
     present = set(numbers)
     dates: list[str] | None = None  # the known dates and times, read only if a value needs them
     made_up = []
     for key in unseen:
-        if key.startswith("n:") and _computed(key[2:], numbers, present):
+        if key.startswith("n:") and _computed(key[2:], numbers, present, factors):
             continue
         if dates is None:
             dates = [k[2:] for k in known if _is_date_or_time(k)]

@@ -339,7 +339,7 @@ def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
 
 
 def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
-    known = set(detectors.distinctive_values(task))
+    known = set(detectors.distinctive_values(task) | detectors.operand_values(task))
     question = " ".join(task.split())[:200]
     for turn in sequence:
         if not turn.observation and not (question and question in " ".join(turn.text.split())):
@@ -350,7 +350,7 @@ def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
                 return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
                                   f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "
                                   "instruction or result contained", 0.95, bug_class="model_decision")]
-        known |= detectors.distinctive_values(turn.text)
+        known |= detectors.distinctive_values(turn.text) | detectors.operand_values(turn.text)
         arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
         if isinstance(arguments, str):
             known |= detectors.distinctive_values(arguments)

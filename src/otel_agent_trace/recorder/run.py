@@ -47,6 +47,7 @@ from otel_agent_trace.semconv import (
 )
 from otel_agent_trace.vocabulary import INSTRUCTION_ROLES, ErrorType, Outcome, Phase, Relation
 from otel_agent_trace.recorder.content import ContentPolicy
+from otel_agent_trace.detectors import operand_values
 from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
@@ -303,7 +304,7 @@ class RunInvocation(Invocation):
                 self.seen_messages.add(short)
                 self.message_roles[short] = message.role
                 if message.role in _RECEIVED_ROLES and message.content and not self._scanned_as_tool_result(message):
-                    self.known_values |= distinctive_values(message.content)
+                    self.known_values |= distinctive_values(message.content) | operand_values(message.content)
 
     def _scanned_as_tool_result(self, message: Message) -> bool:
         """An inferred tool span already indexed exactly this text as its result."""
@@ -384,7 +385,7 @@ class RunInvocation(Invocation):
                 self.records_by_call_id[record.call_id] = record
             if result_text:
                 values = distinctive_values(result_text)
-                self.known_values |= values
+                self.known_values |= values | operand_values(result_text)  # (and its factors: they make no data edge)
                 for key in values:
                     self.value_producers.setdefault(key, record)
             for key in writes:

@@ -195,8 +195,9 @@ def _all_in_results(texts: list[str], values: frozenset[str]) -> bool:
 
 
 def _tool_results(texts: list[str]) -> set[str]:
-    """The distinctive values of the run's tool results (`texts`: the non-empty result texts)."""
+    """The distinctive values and the factors of the run's tool results (`texts`: the non-empty
+    result texts)."""
     out: set[str] = set()
     for text in texts:
-        out |= detectors.distinctive_values(text)
+        out |= detectors.distinctive_values(text) | detectors.operand_values(text)
     return out

@@ -45,12 +45,14 @@ def received_values(run: Run) -> tuple[set[str], dict[str, str]]:
             if digest:
                 roles[digest] = role
             if role in detectors.RECEIVED_ROLES and content:
-                known |= detectors.distinctive_values(content)
+                known |= detectors.distinctive_values(content) | detectors.operand_values(content)
     for tool in run.tools:  # results, and the arguments the run itself used (`detectors.fabricated_values`)
         for key in (GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_CALL_ARGUMENTS):
             text = tool.attributes.get(key)
             if isinstance(text, str) and text:
                 known |= detectors.distinctive_values(text)
+                if key == GEN_AI_TOOL_CALL_RESULT:
+                    known |= detectors.operand_values(text)  # (the factors it returned: a rate, a discount)
     return known, roles
 
 
