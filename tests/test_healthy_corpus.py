@@ -165,6 +165,10 @@ def _corpus():
              {"content": "With SAVE15, SKU-15 costs $68.00."}],
             lambda: {"get_price": lambda sku: {"sku": sku, "price": 80.0},
                      "check_coupon": lambda code: {"code": code, "valid": True, "discount": 0.15}}),
+        "a price over a thousand, its digits grouped": (
+            "what does SKU-16 cost?",
+            [call("get_price", sku="SKU-16"), {"content": "SKU-16 costs $1,299.00."}],
+            lambda: {"get_price": lambda sku: {"sku": sku, "price": 1299.0}}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

@@ -300,6 +300,10 @@ def test_an_amount_converted_at_a_rate_never_received_is_fabricated(instrument, 
     ("Shipped on November 2, 2026 at 14:30.", {"at": "2026-11-02T14:30:00Z"}, []),  # parts of the timestamp
     ("Shipped on November 2, 2027 at 14:35.", {"at": "2026-11-02T14:30:00Z"}, ["14:35", "2027"]),
     ("Reference 2026.", {"id": "INV-2026-7"}, ["2026"]),  # only dates and times are split into parts
+    ("It costs $1,299.", {"price": 1299.0}, []),  # thousands separators: one number, not 1 and 299
+    ("About 1,234,567 people live there.", {"population": 1234567}, []),
+    ("It costs $1,399.", {"price": 1299.0}, ["1399"]),
+    ("Rooms 1,2,3 and 101, 202.", {"rooms": [101, 202]}, []),  # a list stays a list
 ])
 def test_values_restated_from_what_was_received(answer, received, fabricated):
     """What the fabricated-value check (recorder and analyzer alike) accepts as restated, not made up."""
