@@ -169,6 +169,15 @@ def _corpus():
             "what does SKU-16 cost?",
             [call("get_price", sku="SKU-16"), {"content": "SKU-16 costs $1,299.00."}],
             lambda: {"get_price": lambda sku: {"sku": sku, "price": 1299.0}}),
+        "a cart's total, quantities times prices": (
+            "what does cart K-3 come to?",
+            [call("get_cart", cart_id="K-3"), {"content": "Cart K-3 comes to $43.25."}],
+            lambda: {"get_cart": lambda cart_id: {"id": cart_id, "items": [{"sku": "SKU-1", "qty": 2, "price": 12.5},
+                                                                             {"sku": "SKU-2", "qty": 1, "price": 18.25}]}}),
+        "the mean of the scores a tool returned": (
+            "what is the average review score of SKU-17?",
+            [call("get_reviews", sku="SKU-17"), {"content": "SKU-17's reviews average 82.67."}],
+            lambda: {"get_reviews": lambda sku: {"sku": sku, "scores": [72, 85, 91]}}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

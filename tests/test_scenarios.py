@@ -330,6 +330,34 @@ def test_values_computed_with_a_factor_received(answer, received, fabricated):
     assert detectors.fabricated_values(answer, known) == fabricated
 
 
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("Your cart comes to $60.75.", {"items": [{"sku": "A", "price": 12.5}, {"sku": "B", "price": 18.25},
+                                              {"sku": "C", "price": 30.0}]}, []),  # a column's total
+    ("Your cart comes to $43.25.", {"items": [{"sku": "A", "price": 12.5, "qty": 2},
+                                              {"sku": "B", "price": 18.25, "qty": 1}]}, []),  # quantities x prices
+    ("Your cart comes to $46.71 with tax.", {"items": [{"price": 12.5, "qty": 2}, {"price": 18.25, "qty": 1}],
+                                             "tax": "8%"}, []),  # that total plus a percentage
+    ("Your cart comes to $70.00.", {"items": [{"price": 12.5}, {"price": 18.25}, {"price": 30.0}]}, ["70"]),
+    ("The mean score is 82.67.", {"scores": [72, 85, 91]}, []),  # a list's mean, to the digits stated
+    ("The mean score is 84.5.", {"scores": [72, 85, 91]}, ["84.5"]),
+])
+def test_values_computed_from_a_list_received(answer, received, fabricated):
+    """A total or a mean of a list the run received (`operand_values`' `t:` keys) is computed."""
+    assert detectors.fabricated_among(answer, detectors.distinctive_values(received),
+                                      detectors.Received([json.dumps(received)])) == fabricated
+
+
+def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
+    received = detectors.Received(['{"amount": 100, "rate": 0.92}', '{"id": "A1001"}'])
+    known = detectors.distinctive_values(received.texts[0]) | detectors.distinctive_values(received.texts[1])
+    assert detectors.fabricated_among("Order A1001 is 100 USD.", known, received) == []
+    assert received._read == 0  # every value known: nothing read
+    assert detectors.fabricated_among("That is 92.00 EUR.", known, received) == [] and received._read == 2
+    assert detectors.fabricated_among("That is 95.00 EUR.", known, received) == ["95"]
+    big = detectors.Received(["x" * 100_000] * 20)  # each cut at MAX_SCAN_CHARS, none past 1 MiB in all
+    assert len(big.texts) == (1 << 20) // detectors.MAX_SCAN_CHARS and big.chars == 1 << 20
+
+
 def test_operand_values_are_small_fractions_and_percentages():
     text = 'rate 0.92, tax 8%, discount .15; 12.5 kg; 3 items; version v1.2; "(0.5)" and 7.'
     assert detectors.operand_values(text) == {"o:0.92", "o:0.08", "o:0.15", "o:0.5"}

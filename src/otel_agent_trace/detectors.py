@@ -434,31 +434,107 @@ _token_keys: dict[str, str | None] = {}
 _UNKNOWN = object()
 
 
-# Factors a model computes with, never distinctive (a rate, a share, a percentage: 0.92, 0.15, 8%),
-# kept as `o:` keys beside the distinctive values a run received, so that a number computed with
-# one (100 USD x 0.92 = 92 EUR; $250 plus 8% = $270) reads as computed, not made up
-# (`fabricated_values`). Only small numbers with a fraction (|x| < 10) and explicit percentages.
+# What a model computes with that is never distinctive itself, kept as keys beside the distinctive
+# values a run received (`operand_values`), so that a number computed from them reads as computed,
+# not made up (`fabricated_values`):
+# - factors (`o:`): small numbers with a fraction (|x| < 10) and percentages, a rate, a share, a
+#   tax (100 USD x 0.92 = 92 EUR; $250 plus 8% = $270);
+# - totals (`t:`) of a list a JSON result holds: the sum and the mean of a list of numbers, of each
+#   numeric field of a list of objects, and the sum of the products of two fields (a cart's
+#   quantities times prices): a total no single value of the result states.
 _FACTOR = re.compile(r"[+-]?(?:\d?\.\d+|\d+(?:\.\d+)?%)")  # 0.92, .15, -0.5, 8%, 8.5% (a whole token)
 MAX_OPERANDS = 200  # factors tried per number (bounded: a long run stays cheap)
+_MAX_TOTALS_ITEMS = 1000  # a list longer than this is not totalled
+_MAX_TOTALS_FIELDS = 6  # numeric fields of a list of objects whose products are summed, at most
 
 
 def operand_values(payload: Any) -> frozenset[str]:
-    """The factors (`o:0.92`; `o:0.08` for 8%) in a tool result, arguments or message (see above):
-    its runs of non-separators (`_runs`, as `distinctive_values` reads text; JSON is read as its
-    text) that are a fraction under 10 or a percentage. Not cached: the recorder reads each new
-    message and result once, the analyzer each run's once."""
+    """The factors and totals (see above) of a tool result, arguments or message. Factors: its runs
+    of non-separators (`_runs`, as `distinctive_values` reads text; JSON is read as its text) that
+    are a fraction under 10 or a percentage. Totals: of the lists in it, when it is JSON. Not
+    cached, and read only for an answer that needs it (`fabricated_among`)."""
     text = payload if isinstance(payload, str) else orjson.dumps(payload, default=str).decode()
-    if "." not in text and "%" not in text:
-        return frozenset()  # (most texts: no fraction, no percentage: one search in C)
-    keys = set()
-    for run in _runs(text):
-        if "." in run or "%" in run:
-            token = run.strip(":!?*").rstrip(".")
-            if _FACTOR.fullmatch(token):
-                number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
-                if 0 < abs(number) < 10:
-                    keys.add(f"o:{number:g}")
+    keys: set[str] = set()
+    if "." in text or "%" in text:  # (most texts without either: no factor, one search in C)
+        for run in _runs(text):
+            if "." in run or "%" in run:
+                token = run.strip(":!?*").rstrip(".")
+                if _FACTOR.fullmatch(token):
+                    number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
+                    if 0 < abs(number) < 10:
+                        keys.add(f"o:{number:g}")
+    if "[" in text:
+        data = payload if not isinstance(payload, str) else (
+            parse_json_or_text(text[:MAX_SCAN_CHARS]) if text.lstrip()[:1] in ("{", "[") else None)
+        if isinstance(data, (dict, list)):
+            _totals(data, keys)
     return frozenset(keys)
+
+
+_MAX_TOTALS_NODES = 10_000  # objects and lists visited per payload, at most
+
+
+def _is_number(value: Any) -> bool:
+    cls = value.__class__
+    return cls is int or cls is float  # (a bool's class is neither)
+
+
+def _totals(value: Any, keys: set[str]) -> None:
+    """`t:` keys of the lists in a JSON value (see above): one walk, plain loops (the recorder
+    reads every tool result with it)."""
+    stack = [value]
+    budget = _MAX_TOTALS_NODES
+    while stack and budget:
+        node = stack.pop()
+        budget -= 1
+        if node.__class__ is dict:
+            for v in node.values():
+                if v.__class__ is dict or v.__class__ is list:
+                    stack.append(v)
+            continue
+        if 2 <= len(node) <= _MAX_TOTALS_ITEMS:
+            first = node[0]
+            if _is_number(first):
+                for v in node:
+                    if not _is_number(v):
+                        break
+                else:
+                    _add_total(keys, node)
+                    continue  # (a list of numbers holds nothing more)
+            elif first.__class__ is dict:
+                _row_totals(node, first, keys)
+        for v in node:
+            if v.__class__ is dict or v.__class__ is list:
+                stack.append(v)
+
+
+def _row_totals(rows: list[Any], first: dict[str, Any], keys: set[str]) -> None:
+    """A list of objects: the totals of each numeric field (as the first object has them) and of
+    the products of two."""
+    columns = []
+    for field, v in first.items():
+        if not _is_number(v):
+            continue
+        column = []
+        for row in rows:
+            x = row.get(field) if row.__class__ is dict else None
+            if not _is_number(x):
+                break
+            column.append(x)
+        else:
+            columns.append(column)
+            _add_total(keys, column)
+            if len(columns) == _MAX_TOTALS_FIELDS:
+                break
+    for i, a in enumerate(columns):
+        for b in columns[i + 1:]:
+            keys.add(f"t:{sum(map(float.__mul__, map(float, a), b)):g}")
+
+
+def _add_total(keys: set[str], numbers: list[Any]) -> None:
+    total = sum(numbers)
+    keys.add(f"t:{total:g}")
+    keys.add(f"t:{total / len(numbers):g}")
 
 
 # a date or time as one token (`2026-11-02`, `2026/11/02T09:30`, `02.11.2026`, `09:30:15`): an
@@ -495,6 +571,45 @@ def _computed(text: str, numbers: list[float], present: set[float], factors: lis
     return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
+class Received:
+    """The texts a run received (messages, tool results), for the factors and totals an answer may
+    have computed with (`operand_values`): read on first need, then kept (`fabricated_among`)."""
+
+    __slots__ = ("texts", "chars", "_read", "_operands")
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self.texts: list[str] = []
+        self.chars = 0
+        self._read = 0
+        self._operands: set[str] = set()
+        for text in texts:
+            self.add(text)
+
+    def add(self, text: str | None, limit: int = 1 << 20) -> None:
+        """Keep a text (cut at MAX_SCAN_CHARS; none once `limit` characters are kept)."""
+        if text and isinstance(text, str) and self.chars < limit:
+            text = text[:MAX_SCAN_CHARS]
+            self.texts.append(text)
+            self.chars += len(text)
+
+    def operands(self) -> set[str]:
+        for text in self.texts[self._read:]:
+            self._operands |= operand_values(text)
+        self._read = len(self.texts)
+        return self._operands
+
+
+def fabricated_among(answer: str | None, known: set[str] | frozenset[str], received: Received) -> list[str]:
+    """`fabricated_values`, with the factors and totals of what was received (`Received`) read
+    only when an answer holds a number `known` alone does not explain: the common answer costs
+    nothing more, in the recorder's call path too."""
+    values = fabricated_values(answer, known)
+    if not values or not any(v[:1].isdigit() or v[:1] in "+-." for v in values):
+        return values
+    operands = received.operands()
+    return fabricated_values(answer, known | operands) if operands else values
+
+
 def _in_a_date(key: str, dates: list[str]) -> bool:
     """A value that restates part of a known date or time: a number among its parts (2026 of
     `2026-11-02`), a date or time inside it (14:30 of `2026-02-11T14:30:00Z`)."""
@@ -514,12 +629,12 @@ def _half_unit(text: str) -> float:
 def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
     """The values of a final answer never received and not derivable (sorted, without the
     `n:`/`s:` prefix): what `fabricated_value` reports. Derivable: a number computed from known
-    ones and the known factors (`o:` keys of `known`, `operand_values`; `_computed`), a restated
-    part of a known date or time (`_in_a_date`)."""
+    ones, the known totals and factors (`t:` and `o:` keys of `known`, `operand_values`;
+    `_computed`), a restated part of a known date or time (`_in_a_date`)."""
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []
-    numbers = [float(k[2:]) for k in known if k.startswith("n:")][:2000]  # (bounded: huge runs stay cheap)
+    numbers = [float(k[2:]) for k in known if k.startswith(("n:", "t:"))][:2000]  # (bounded: huge runs stay cheap)
     factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]  # (`operand_values`)
     present = set(numbers)
     dates: list[str] | None = None  # the known dates and times, read only if a value needs them

@@ -339,18 +339,20 @@ def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
 
 
 def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
-    known = set(detectors.distinctive_values(task) | detectors.operand_values(task))
+    known = set(detectors.distinctive_values(task))
+    said = detectors.Received([task])  # what was said so far: the factors and totals a value may be computed with
     question = " ".join(task.split())[:200]
     for turn in sequence:
         if not turn.observation and not (question and question in " ".join(turn.text.split())):
             # (a turn that restates the task hands it on: what it adds is the task's, not a claim)
             stated = stated_text(turn.text)
-            values = [v for v in detectors.fabricated_values(stated, known) if _stated_value(v)] if stated.strip() else []
+            values = [v for v in detectors.fabricated_among(stated, known, said) if _stated_value(v)] if stated.strip() else []
             if values:
                 return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
                                   f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "
                                   "instruction or result contained", 0.95, bug_class="model_decision")]
-        known |= detectors.distinctive_values(turn.text) | detectors.operand_values(turn.text)
+        known |= detectors.distinctive_values(turn.text)
+        said.add(turn.text)
         arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
         if isinstance(arguments, str):
             known |= detectors.distinctive_values(arguments)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, format_span_id, format_trace_id
 
-from otel_agent_trace import hashing
+from otel_agent_trace import detectors, hashing
 from otel_agent_trace.causes import cause
 from otel_agent_trace.hashing import value_key
 from otel_agent_trace.config import AgentTraceConfig
@@ -47,7 +47,6 @@ from otel_agent_trace.semconv import (
 )
 from otel_agent_trace.vocabulary import INSTRUCTION_ROLES, ErrorType, Outcome, Phase, Relation
 from otel_agent_trace.recorder.content import ContentPolicy
-from otel_agent_trace.detectors import operand_values
 from otel_agent_trace.recorder.flow import distinctive_values
 from otel_agent_trace.recorder.invocation import Invocation
 from otel_agent_trace.recorder.links import Dependencies
@@ -117,6 +116,9 @@ class RunInvocation(Invocation):
         self.value_producers: dict[str, ToolRecord] = {}
         # values the model legitimately received: tool results, user, system and developer messages
         self.known_values: set[str] = set()
+        # the texts they came in, read for the factors and totals an answer may have computed with
+        # only when it holds a number known_values alone does not explain (bounded: detectors.Received)
+        self.received = detectors.Received()
         self.resource_writers: dict[str, ToolRecord] = {}
         self.budget_exceeded: str | None = None
         self.answered_ns: int | None = None  # when the model last gave a final answer
@@ -304,7 +306,8 @@ class RunInvocation(Invocation):
                 self.seen_messages.add(short)
                 self.message_roles[short] = message.role
                 if message.role in _RECEIVED_ROLES and message.content and not self._scanned_as_tool_result(message):
-                    self.known_values |= distinctive_values(message.content) | operand_values(message.content)
+                    self.known_values |= distinctive_values(message.content)
+                    self.received.add(message.content)
 
     def _scanned_as_tool_result(self, message: Message) -> bool:
         """An inferred tool span already indexed exactly this text as its result."""
@@ -385,7 +388,8 @@ class RunInvocation(Invocation):
                 self.records_by_call_id[record.call_id] = record
             if result_text:
                 values = distinctive_values(result_text)
-                self.known_values |= values | operand_values(result_text)  # (and its factors: they make no data edge)
+                self.known_values |= values
+                self.received.add(result_text)
                 for key in values:
                     self.value_producers.setdefault(key, record)
             for key in writes:

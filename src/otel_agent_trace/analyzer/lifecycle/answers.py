@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from otel_agent_trace import detectors
-from otel_agent_trace.analyzer.lifecycle.context import received_once
+from otel_agent_trace.analyzer.lifecycle.context import received_once, received_texts
 from otel_agent_trace.analyzer.lifecycle.state import START_ID, Lifecycle, mark
 from otel_agent_trace.analyzer.normalize.evidence import asks_for_lookup, listed_tools, mentioned
 from otel_agent_trace.analyzer.runs import Run
@@ -164,14 +164,14 @@ def fabricated(run: Run, life: Lifecycle, finals: list[Span], results: list[str]
         else:
             if result_values is None:
                 result_values = _tool_results(results)
-            unverified = detectors.fabricated_values(answer, result_values)
+            unverified = detectors.fabricated_among(answer, result_values, detectors.Received(results))
         if step is run.steps[-1]:
             life.verifiable = not unverified
         if not unverified:
             continue  # every value is in (or derived from) the results: in all that was seen too
         if known is None:
             known = received_once(run, life)[0]
-        values = detectors.fabricated_values(answer, known)
+        values = detectors.fabricated_among(answer, known, received_texts(run))
         if values:
             mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "
@@ -195,9 +195,8 @@ def _all_in_results(texts: list[str], values: frozenset[str]) -> bool:
 
 
 def _tool_results(texts: list[str]) -> set[str]:
-    """The distinctive values and the factors of the run's tool results (`texts`: the non-empty
-    result texts)."""
+    """The distinctive values of the run's tool results (`texts`: the non-empty result texts)."""
     out: set[str] = set()
     for text in texts:
-        out |= detectors.distinctive_values(text) | detectors.operand_values(text)
+        out |= detectors.distinctive_values(text)
     return out

@@ -34,6 +34,16 @@ def new_messages(step: Span) -> list[tuple[str, str, str | None]]:
     return out
 
 
+def received_texts(run: Run) -> detectors.Received:
+    """The texts `received_values` reads (received messages, tool results), for the factors and
+    totals an answer may have computed with (`detectors.fabricated_among`)."""
+    received = detectors.Received(content for step in run.steps for _, role, content in new_messages(step)
+                                  if role in detectors.RECEIVED_ROLES)
+    for tool in run.tools:
+        received.add(tool.attributes.get(GEN_AI_TOOL_CALL_RESULT))
+    return received
+
+
 def received_values(run: Run) -> tuple[set[str], dict[str, str]]:
     """What the run's model saw, as the recorder indexes it: the distinctive values of user,
     system, developer and tool messages (the steps' new messages), of tool results and of the
@@ -45,14 +55,12 @@ def received_values(run: Run) -> tuple[set[str], dict[str, str]]:
             if digest:
                 roles[digest] = role
             if role in detectors.RECEIVED_ROLES and content:
-                known |= detectors.distinctive_values(content) | detectors.operand_values(content)
+                known |= detectors.distinctive_values(content)
     for tool in run.tools:  # results, and the arguments the run itself used (`detectors.fabricated_values`)
         for key in (GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_CALL_ARGUMENTS):
             text = tool.attributes.get(key)
             if isinstance(text, str) and text:
                 known |= detectors.distinctive_values(text)
-                if key == GEN_AI_TOOL_CALL_RESULT:
-                    known |= detectors.operand_values(text)  # (the factors it returned: a rate, a discount)
     return known, roles
 
 
