@@ -178,6 +178,10 @@ def _corpus():
             "what is the average review score of SKU-17?",
             [call("get_reviews", sku="SKU-17"), {"content": "SKU-17's reviews average 82.67."}],
             lambda: {"get_reviews": lambda sku: {"sku": sku, "scores": [72, 85, 91]}}),
+        "a week's pay from the hourly rate and the hours": (
+            "what does contractor C-9 earn this week?",
+            [call("get_timesheet", contractor_id="C-9"), {"content": "C-9 earns $1,687.50 this week."}],
+            lambda: {"get_timesheet": lambda contractor_id: {"id": contractor_id, "hourly": 45.0, "hours": 37.5}}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

@@ -347,6 +347,19 @@ def test_values_computed_from_a_list_received(answer, received, fabricated):
                                       detectors.Received([json.dumps(received)])) == fabricated
 
 
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("The week pays $1,687.50.", {"hourly": 45.0, "hours": 37.5}, []),  # the product of two
+    ("The week pays $1,700.50.", {"hourly": 45.0, "hours": 37.5}, ["1700.5"]),
+    ("That is $129.99.", {"amount_cents": 12999}, []),  # a hundredth
+    ("With the discount it costs $68.00.", {"price": 80.0, "discount_percent": 15}, []),  # a field named a percentage
+    ("With the discount it costs $68.00.", {"price": 80.0, "discount": 15}, ["68"]),  # 15 of what: not read as one
+    ("It is $21.00.", {"zeros": [0, 0], "price": 20.0}, ["21"]),  # a zero total divides nothing
+])
+def test_values_computed_from_two_known_numbers(answer, received, fabricated):
+    assert detectors.fabricated_among(answer, detectors.distinctive_values(received),
+                                      detectors.Received([json.dumps(received)])) == fabricated
+
+
 def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
     received = detectors.Received(['{"amount": 100, "rate": 0.92}', '{"id": "A1001"}'])
     known = detectors.distinctive_values(received.texts[0]) | detectors.distinctive_values(received.texts[1])

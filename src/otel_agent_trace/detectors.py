@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
 from itertools import filterfalse
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -439,6 +440,7 @@ _UNKNOWN = object()
 # not made up (`fabricated_values`):
 # - factors (`o:`): small numbers with a fraction (|x| < 10) and percentages, a rate, a share, a
 #   tax (100 USD x 0.92 = 92 EUR; $250 plus 8% = $270);
+#   (and a number in a field named as one: `{"discount_percent": 15}`);
 # - totals (`t:`) of a list a JSON result holds: the sum and the mean of a list of numbers, of each
 #   numeric field of a list of objects, and the sum of the products of two fields (a cart's
 #   quantities times prices): a total no single value of the result states.
@@ -463,15 +465,15 @@ def operand_values(payload: Any) -> frozenset[str]:
                     number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
                     if 0 < abs(number) < 10:
                         keys.add(f"o:{number:g}")
-    if "[" in text:
-        data = payload if not isinstance(payload, str) else (
-            parse_json_or_text(text[:MAX_SCAN_CHARS]) if text.lstrip()[:1] in ("{", "[") else None)
-        if isinstance(data, (dict, list)):
-            _totals(data, keys)
+    data = payload if not isinstance(payload, str) else (
+        parse_json_or_text(text[:MAX_SCAN_CHARS]) if text.lstrip()[:1] in ("{", "[") else None)
+    if isinstance(data, (dict, list)):
+        _totals(data, keys)
     return frozenset(keys)
 
 
 _MAX_TOTALS_NODES = 10_000  # objects and lists visited per payload, at most
+_PERCENT_FIELD = re.compile(r"(?i)percent|pct")
 
 
 def _is_number(value: Any) -> bool:
@@ -488,9 +490,11 @@ def _totals(value: Any, keys: set[str]) -> None:
         node = stack.pop()
         budget -= 1
         if node.__class__ is dict:
-            for v in node.values():
+            for k, v in node.items():
                 if v.__class__ is dict or v.__class__ is list:
                     stack.append(v)
+                elif _is_number(v) and _PERCENT_FIELD.search(k):  # {"discount_percent": 15}: a factor
+                    keys.add(f"o:{v / 100:g}")
             continue
         if 2 <= len(node) <= _MAX_TOTALS_ITEMS:
             first = node[0]
@@ -549,16 +553,26 @@ def _is_date_or_time(key: str) -> bool:
     return key[2:3].isdigit() and key.startswith("s:") and _DATE_OR_TIME.match(key, 2) is not None
 
 
-def _computed(text: str, numbers: list[float], present: set[float], factors: list[float] = ()) -> bool:
+def _computed(text: str, numbers: list[float], present: set[float], factors: list[float] = (),
+              ordered: list[float] | None = None) -> bool:
     """A number (as its key states it) the model could have computed from known numbers: a small
-    multiple (2 x 12.5) or share ($120 split 4 ways), the sum of two, one of them rounded to the
-    digits stated (19.987 as 19.99 or 20), or one of them times a known factor, with it added or
-    taken off (100 x 0.92; 250 plus 8%; 80 less 0.15), or divided by it; each to the digits stated."""
+    multiple (2 x 12.5) or share ($120 split 4 ways), a hundredth or a thousandth, or 100 or 1000
+    times one (12999 cents are $129.99), the sum or the product of two (45/h x 37.5 h), one of them
+    rounded to the digits stated (19.987 as 19.99 or 20), or one of them times a known factor, with
+    it added or taken off (100 x 0.92; 250 plus 8%; 80 less 0.15), or divided by it; each to the
+    digits stated. `ordered`: `numbers` sorted (for the products)."""
     value = float(text)
     half_unit = _half_unit(text)
     for x in numbers:
         if abs(value - x) <= half_unit:
             return True
+        if min(abs(value - x / 100), abs(value - x / 1000), abs(value - x * 100), abs(value - x * 1000)) <= half_unit:
+            return True
+        if ordered:
+            y, tolerance = value / x, half_unit / abs(x)  # value = x * y, y known
+            i = bisect_left(ordered, y - tolerance)
+            if i < len(ordered) and ordered[i] <= y + tolerance:
+                return True
         ratio = value / x
         if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
             return True
@@ -634,13 +648,14 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> l
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []
-    numbers = [float(k[2:]) for k in known if k.startswith(("n:", "t:"))][:2000]  # (bounded: huge runs stay cheap)
+    numbers = [n for n in (float(k[2:]) for k in known if k.startswith(("n:", "t:"))) if n][:2000]  # (bounded: huge runs stay cheap)
     factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]  # (`operand_values`)
     present = set(numbers)
+    ordered = sorted(numbers)
     dates: list[str] | None = None  # the known dates and times, read only if a value needs them
     made_up = []
     for key in unseen:
-        if key.startswith("n:") and _computed(key[2:], numbers, present, factors):
+        if key.startswith("n:") and _computed(key[2:], numbers, present, factors, ordered):
             continue
         if dates is None:
             dates = [k[2:] for k in known if _is_date_or_time(k)]
