@@ -453,20 +453,38 @@ _MAX_TOTALS_FIELDS = 6  # numeric fields of a list of objects whose products are
 def operand_values(payload: Any) -> frozenset[str]:
     """The factors and totals (see above) of a tool result, arguments or message. Factors: its runs
     of non-separators (`_runs`, as `distinctive_values` reads text; JSON is read as its text) that
-    are a fraction under 10 or a percentage. Totals: of the lists in it, when it is JSON. Not
-    cached, and read only for an answer that needs it (`fabricated_among`)."""
-    text = payload if isinstance(payload, str) else orjson.dumps(payload, default=str).decode()
+    are a fraction under 10 or a percentage. Totals: of the lists in it, when it is JSON. Read only
+    for an answer that needs it (`fabricated_among`); text is cached as `distinctive_values`' is
+    (the same system prompt and results reach every run of a process)."""
+    if not isinstance(payload, str):
+        return _operands_of(orjson.dumps(payload, default=str).decode(), payload)
+    cached = _operand_cache.get(payload)
+    if cached is None:
+        global _operand_chars
+        cached = _operands_of(payload, None)
+        if _operand_chars + len(payload) > _CACHE_CHARS // 2:
+            _operand_cache.clear()
+            _operand_chars = 0
+        _operand_cache[payload] = cached
+        _operand_chars += len(payload)
+    return cached
+
+
+_operand_cache: dict[str, frozenset[str]] = {}
+_operand_chars = 0
+
+
+def _operands_of(text: str, data: Any) -> frozenset[str]:
     keys: set[str] = set()
     if "." in text or "%" in text:  # (most texts without either: no factor, one search in C)
-        for run in _runs(text):
-            if "." in run or "%" in run:
-                token = run.strip(":!?*").rstrip(".")
-                if _FACTOR.fullmatch(token):
-                    number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
-                    if 0 < abs(number) < 10:
-                        keys.add(f"o:{number:g}")
-    data = payload if not isinstance(payload, str) else (
-        parse_json_or_text(text[:MAX_SCAN_CHARS]) if text.lstrip()[:1] in ("{", "[") else None)
+        for run in [r for r in _runs(text) if "." in r or "%" in r]:
+            token = run.strip(":!?*").rstrip(".")
+            if _FACTOR.fullmatch(token):
+                number = float(token[:-1]) / 100 if token.endswith("%") else float(token)
+                if 0 < abs(number) < 10:
+                    keys.add(f"o:{number:g}")
+    if data is None and text.lstrip()[:1] in ("{", "["):
+        data = parse_json_or_text(text[:MAX_SCAN_CHARS])
     if isinstance(data, (dict, list)):
         _totals(data, keys)
     return frozenset(keys)
