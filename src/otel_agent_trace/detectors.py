@@ -571,35 +571,36 @@ def _is_date_or_time(key: str) -> bool:
     return key[2:3].isdigit() and key.startswith("s:") and _DATE_OR_TIME.match(key, 2) is not None
 
 
-def _computed(text: str, numbers: list[float], present: set[float], factors: list[float] = (),
-              ordered: list[float] | None = None) -> bool:
-    """A number (as its key states it) the model could have computed from known numbers: a small
-    multiple (2 x 12.5) or share ($120 split 4 ways), a hundredth or a thousandth, or 100 or 1000
-    times one (12999 cents are $129.99), the sum or the product of two (45/h x 37.5 h), one of them
-    rounded to the digits stated (19.987 as 19.99 or 20), or one of them times a known factor, with
-    it added or taken off (100 x 0.92; 250 plus 8%; 80 less 0.15), or divided by it; each to the
-    digits stated. `ordered`: `numbers` sorted (for the products)."""
+# what any known number may be multiplied by (`_multipliers`): itself (restated, or rounded), a
+# small multiple or share (2 x 12.5; $120 split 4 ways), a hundredth or thousandth, or 100 or 1000
+# times it (12999 cents are $129.99)
+_BASE_MULTIPLIERS = frozenset({1.0, 0.01, 0.001, 100.0, 1000.0} | {float(k) for k in range(2, 13)}
+                              | {1 / k for k in range(2, 13)})
+
+
+def _multipliers(numbers: list[float], factors: list[float]) -> list[float]:
+    """Sorted: the base multipliers, each factor with it added or taken off and its inverse (100 x
+    0.92; 250 plus 8%; 80 less 0.15; 100 / 0.92), and the known numbers (the product of two)."""
+    out = set(_BASE_MULTIPLIERS)
+    for f in factors:
+        out.update((f, 1 + f, 1 - f, 1 / f))
+    out.update(numbers)
+    out.discard(0.0)
+    return sorted(out)
+
+
+def _computed(text: str, numbers: list[float], present: set[float], multipliers: list[float]) -> bool:
+    """A number (as its key states it) the model could have computed from known numbers: one of
+    them times a multiplier (`_multipliers`), or the sum of two; each to the digits stated. One
+    bisection per known number: value = x * m within half a unit of the last digit stated."""
     value = float(text)
     half_unit = _half_unit(text)
+    count = len(multipliers)
     for x in numbers:
-        if abs(value - x) <= half_unit:
+        ratio, tolerance = value / x, half_unit / abs(x)
+        i = bisect_left(multipliers, ratio - tolerance)
+        if i < count and multipliers[i] <= ratio + tolerance:
             return True
-        if min(abs(value - x / 100), abs(value - x / 1000), abs(value - x * 100), abs(value - x * 1000)) <= half_unit:
-            return True
-        if ordered:
-            y, tolerance = value / x, half_unit / abs(x)  # value = x * y, y known
-            i = bisect_left(ordered, y - tolerance)
-            if i < len(ordered) and ordered[i] <= y + tolerance:
-                return True
-        ratio = value / x
-        if 2 <= round(ratio) <= 12 and abs(ratio - round(ratio)) < 1e-9:
-            return True
-        if value and 2 <= round(x / value) <= 12 and abs(value - x / round(x / value)) <= half_unit:
-            return True
-        for r in factors:
-            if min(abs(value - x * r), abs(value - x * (1 + r)), abs(value - x * (1 - r)),
-                   abs(value - x / r)) <= half_unit:
-                return True
     return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
@@ -632,14 +633,10 @@ class Received:
 
 
 def fabricated_among(answer: str | None, known: set[str] | frozenset[str], received: Received) -> list[str]:
-    """`fabricated_values`, with the factors and totals of what was received (`Received`) read
-    only when an answer holds a number `known` alone does not explain: the common answer costs
-    nothing more, in the recorder's call path too."""
-    values = fabricated_values(answer, known)
-    if not values or not any(v[:1].isdigit() or v[:1] in "+-." for v in values):
-        return values
-    operands = received.operands()
-    return fabricated_values(answer, known | operands) if operands else values
+    """`fabricated_values` with what was received: its factors and totals are read only for a
+    number `known` alone does not explain (the common answer costs nothing more, in the
+    recorder's call path too)."""
+    return fabricated_values(answer, known, received)
 
 
 def _in_a_date(key: str, dates: list[str]) -> bool:
@@ -658,25 +655,50 @@ def _half_unit(text: str) -> float:
     return 0.5 * 10.0 ** ((int(exponent) if exponent else 0) - decimals)
 
 
-def fabricated_values(answer: str | None, known: set[str] | frozenset[str]) -> list[str]:
+def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
+                     received: Received | None = None) -> list[str]:
     """The values of a final answer never received and not derivable (sorted, without the
     `n:`/`s:` prefix): what `fabricated_value` reports. Derivable: a number computed from known
-    ones, the known totals and factors (`t:` and `o:` keys of `known`, `operand_values`;
-    `_computed`), a restated part of a known date or time (`_in_a_date`)."""
+    ones, the known totals and factors (`t:` and `o:` keys of `known`; those of `received`, read
+    on the first number the known ones do not explain; `operand_values`, `_computed`), a
+    restated part of a known date or time (`_in_a_date`)."""
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []
-    numbers = [n for n in (float(k[2:]) for k in known if k.startswith(("n:", "t:"))) if n][:2000]  # (bounded: huge runs stay cheap)
-    factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]  # (`operand_values`)
-    present = set(numbers)
-    ordered = sorted(numbers)
+    numbers = factors = present = multipliers = None  # built on the first number to explain
+    more: tuple[Any, ...] | None = None  # the same with `received`'s factors and totals
     dates: list[str] | None = None  # the known dates and times, read only if a value needs them
     made_up = []
     for key in unseen:
-        if key.startswith("n:") and _computed(key[2:], numbers, present, factors, ordered):
-            continue
+        if key.startswith("n:"):
+            if numbers is None:
+                numbers, factors = _operands(known)
+                present, multipliers = set(numbers), _multipliers(numbers, factors)
+            if _computed(key[2:], numbers, present, multipliers):
+                continue
+            if received is not None:
+                if more is None:
+                    more = _with(numbers, factors, received.operands() - known)
+                if more and _computed(key[2:], *more):
+                    continue
         if dates is None:
             dates = [k[2:] for k in known if _is_date_or_time(k)]
         if not (dates and _in_a_date(key, dates)):
             made_up.append(key[2:])
     return sorted(made_up)
+
+
+def _with(numbers: list[float], factors: list[float], extra: set[str]) -> tuple[Any, ...]:
+    """`_computed`'s operands with `extra`'s totals and factors added; () without any."""
+    if not extra:
+        return ()
+    added, more_factors = _operands(extra)
+    numbers = numbers + added
+    return numbers, set(numbers), _multipliers(numbers, (factors + more_factors)[:MAX_OPERANDS])
+
+
+def _operands(known: set[str] | frozenset[str]) -> tuple[list[float], list[float]]:
+    """The known numbers and totals, and the factors (each bounded: huge runs stay cheap)."""
+    numbers = [n for n in (float(k[2:]) for k in known if k.startswith(("n:", "t:"))) if n][:2000]
+    factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]
+    return numbers, factors
