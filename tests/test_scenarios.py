@@ -367,8 +367,9 @@ def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
     assert received._read == 0  # every value known: nothing read
     assert detectors.fabricated_among("That is 92.00 EUR.", known, received) == [] and received._read == 2
     assert detectors.fabricated_among("That is 95.00 EUR.", known, received) == ["95"]
-    big = detectors.Received(["x" * 100_000] * 20)  # each cut at MAX_SCAN_CHARS, none past 1 MiB in all
-    assert len(big.texts) == (1 << 20) // detectors.MAX_SCAN_CHARS and big.chars == 1 << 20
+    big = detectors.Received(["x" * 100_000] * 20)  # each cut at MAX_SCAN_CHARS, none past RECEIVED_TEXT_CHARS
+    limit = detectors.RECEIVED_TEXT_CHARS
+    assert len(big.texts) == limit // detectors.MAX_SCAN_CHARS and big.chars == limit
 
 
 def test_operand_values_are_small_fractions_and_percentages():

@@ -604,6 +604,9 @@ def _computed(text: str, numbers: list[float], present: set[float], multipliers:
     return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
 
+RECEIVED_TEXT_CHARS = 1 << 18  # received text kept per run for the final answer's check, at most
+
+
 class Received:
     """The texts a run received (messages, tool results), for the factors and totals an answer may
     have computed with (`operand_values`): read on first need, then kept (`fabricated_among`)."""
@@ -618,9 +621,10 @@ class Received:
         for text in texts:
             self.add(text)
 
-    def add(self, text: str | None, limit: int = 1 << 20) -> None:
-        """Keep a text (cut at MAX_SCAN_CHARS; none once `limit` characters are kept)."""
-        if text and isinstance(text, str) and self.chars < limit:
+    def add(self, text: str | None) -> None:
+        """Keep a text (cut at MAX_SCAN_CHARS; none once RECEIVED_TEXT_CHARS characters are kept:
+        the recorder holds them for the run's life, most of them strings the host holds too)."""
+        if text and isinstance(text, str) and self.chars < RECEIVED_TEXT_CHARS:
             text = text[:MAX_SCAN_CHARS]
             self.texts.append(text)
             self.chars += len(text)
