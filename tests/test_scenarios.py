@@ -372,6 +372,13 @@ def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
     assert len(big.texts) == limit // detectors.MAX_SCAN_CHARS and big.chars == limit
 
 
+def test_a_payload_built_in_code_with_nan_or_infinity_gives_no_total():
+    assert detectors.operand_values({"x": [float("nan"), 1.0], "y": [1e308, 1e308]}) == {"o:1"}
+    received = detectors.Received(['{"a": [1e308, 1e308]}', '{"n": 11}'])
+    assert detectors.fabricated_among("It is 55.", detectors.distinctive_values('{"n": 11}'), received) == []
+    assert detectors.fabricated_among("It is 123.45.", detectors.distinctive_values('{"n": 11}'), received) == ["123.45"]
+
+
 def test_operand_values_are_small_fractions_and_percentages():
     text = 'rate 0.92, tax 8%, discount .15; 12.5 kg; 3 items; version v1.2; "(0.5)" and 7.'
     assert detectors.operand_values(text) == {"o:0.92", "o:0.08", "o:0.15", "o:0.5"}

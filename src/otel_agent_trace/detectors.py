@@ -22,6 +22,7 @@ analyzer's lifecycle calls them on what a trace recorded. Neither keeps a varian
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from bisect import bisect_left
@@ -550,13 +551,16 @@ def _row_totals(rows: list[Any], first: dict[str, Any], keys: set[str]) -> None:
                 break
     for i, a in enumerate(columns):
         for b in columns[i + 1:]:
-            keys.add(f"t:{sum(map(float.__mul__, map(float, a), b)):g}")
+            total = sum(map(float.__mul__, map(float, a), b))
+            if math.isfinite(total):
+                keys.add(f"t:{total:g}")
 
 
 def _add_total(keys: set[str], numbers: list[Any]) -> None:
     total = sum(numbers)
-    keys.add(f"t:{total:g}")
-    keys.add(f"t:{total / len(numbers):g}")
+    if math.isfinite(total):  # (a NaN or an infinity in a payload built in code: no total)
+        keys.add(f"t:{total:g}")
+        keys.add(f"t:{total / len(numbers):g}")
 
 
 # a date or time as one token (`2026-11-02`, `2026/11/02T09:30`, `02.11.2026`, `09:30:15`): an
@@ -703,6 +707,6 @@ def _with(numbers: list[float], factors: list[float], extra: set[str]) -> tuple[
 
 def _operands(known: set[str] | frozenset[str]) -> tuple[list[float], list[float]]:
     """The known numbers and totals, and the factors (each bounded: huge runs stay cheap)."""
-    numbers = [n for n in (float(k[2:]) for k in known if k.startswith(("n:", "t:"))) if n][:2000]
+    numbers = [n for n in (float(k[2:]) for k in known if k.startswith(("n:", "t:"))) if n and math.isfinite(n)][:2000]
     factors = [float(k[2:]) for k in known if k.startswith("o:")][:MAX_OPERANDS]
     return numbers, factors
