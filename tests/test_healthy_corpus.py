@@ -182,6 +182,15 @@ def _corpus():
             "what does contractor C-9 earn this week?",
             [call("get_timesheet", contractor_id="C-9"), {"content": "C-9 earns $1,687.50 this week."}],
             lambda: {"get_timesheet": lambda contractor_id: {"id": contractor_id, "hourly": 45.0, "hours": 37.5}}),
+        "the last day of the return window": (
+            "until when can I return order A1001?",
+            [call("lookup_order", order_id="A1001"), {"content": "You can return order A1001 until 2026-12-17."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id, "delivered": "2026-11-02",
+                                                        "return_window_days": 45}}),
+        "a subscription's renewal a year on": (
+            "when does my plan P-8 renew?",
+            [call("get_plan", plan_id="P-8"), {"content": "Plan P-8 renews on 2027-01-15."}],
+            lambda: {"get_plan": lambda plan_id: {"id": plan_id, "started": "2026-01-15", "billing": "yearly"}}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

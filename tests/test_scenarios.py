@@ -372,6 +372,20 @@ def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
     assert len(big.texts) == limit // detectors.MAX_SCAN_CHARS and big.chars == limit
 
 
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("Return it by 2026-12-17.", {"delivered": "2026-11-02", "return_window_days": 45}, []),  # days received
+    ("Return it by 2026-12-02.", {"delivered": "2026-11-02"}, []),  # a common period: 30 days
+    ("It renews on 2027-01-15.", {"started": "2026-01-15"}, []),  # a year later, to the day
+    ("Expect it by 2026-11-09.", {"shipped": "2026-11-02"}, []),  # a week
+    ("Expect it by 2026-11-13.", {"shipped": "2026-11-02"}, ["2026-11-13"]),  # 11 days: from nowhere
+    ("It shipped on 2026-11-03.", {"shipped": "2026-11-02"}, ["2026-11-03"]),
+])
+def test_days_computed_from_a_day_received(answer, received, fabricated):
+    """A day a known day plus a common period, a number of days received, or whole months or
+    years (`detectors._date_after`) is computed, not made up."""
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
+
+
 def test_a_payload_built_in_code_with_nan_or_infinity_gives_no_total():
     assert detectors.operand_values({"x": [float("nan"), 1.0], "y": [1e308, 1e308]}) == {"o:1"}
     received = detectors.Received(['{"a": [1e308, 1e308]}', '{"n": 11}'])

@@ -22,6 +22,7 @@ analyzer's lifecycle calls them on what a trace recorded. Neither keeps a varian
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import os
 import re
@@ -647,13 +648,50 @@ def fabricated_among(answer: str | None, known: set[str] | frozenset[str], recei
     return fabricated_values(answer, known, received)
 
 
-def _in_a_date(key: str, dates: list[str]) -> bool:
+def _in_a_date(key: str, dates: list[str], numbers: list[float] | None = None) -> bool:
     """A value that restates part of a known date or time: a number among its parts (2026 of
-    `2026-11-02`), a date or time inside it (14:30 of `2026-02-11T14:30:00Z`)."""
+    `2026-11-02`), a date or time inside it (14:30 of `2026-02-11T14:30:00Z`); or a day computed
+    from a known one (`_date_after`)."""
     if key.startswith("n:"):
         value = float(key[2:])
         return any(value == float(part) for date in dates for part in _DATE_PARTS.findall(date))
-    return _is_date_or_time(key) and any(key[2:] in date for date in dates)
+    return _is_date_or_time(key) and (any(key[2:] in date for date in dates) or _date_after(key[2:], dates, numbers or ()))
+
+
+# a day: `2026-11-02`, `2026/11/02` (a time after it is left aside)
+_DAY = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
+# periods a day is commonly computed with, in days: weeks, a month, a quarter, half a year, a year
+_COMMON_DAYS = frozenset({7, 14, 21, 28, 30, 31, 60, 90, 180, 365, 366})
+
+
+def _date_after(text: str, dates: list[str], numbers: Iterable[float]) -> bool:
+    """A day a known day plus or minus a period: a common one (`_COMMON_DAYS`), a number of days
+    the run received (a 30-day return window: `numbers`), or whole months (up to 24) or years (up
+    to 10) to the same day of the month (renewed a year after 2026-01-15: 2027-01-15)."""
+    day = _day(text)
+    if day is None:
+        return False
+    periods = _COMMON_DAYS | {int(n) for n in numbers if n == int(n) and 0 < n <= 3660}
+    for known in dates:
+        other = _day(known)
+        if other is None or other == day:
+            continue
+        if abs((day - other).days) in periods:
+            return True
+        months = (day.year - other.year) * 12 + day.month - other.month
+        if day.day == other.day and months and (abs(months) <= 24 or (months % 12 == 0 and abs(months) <= 120)):
+            return True
+    return False
+
+
+def _day(text: str) -> _dt.date | None:
+    m = _DAY.match(text)
+    if m is None:
+        return None
+    try:
+        return _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
 
 
 def _half_unit(text: str) -> float:
@@ -691,7 +729,10 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
                     continue
         if dates is None:
             dates = [k[2:] for k in known if _is_date_or_time(k)]
-        if not (dates and _in_a_date(key, dates)):
+        if dates and key.startswith("s:") and numbers is None:
+            numbers, factors = _operands(known)  # (a day may be a number of days after a known one)
+            present, multipliers = set(numbers), _multipliers(numbers, factors)
+        if not (dates and _in_a_date(key, dates, numbers)):
             made_up.append(key[2:])
     return sorted(made_up)
 
