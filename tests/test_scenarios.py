@@ -343,7 +343,7 @@ def test_values_computed_with_a_factor_received(answer, received, fabricated):
 ])
 def test_values_computed_from_a_list_received(answer, received, fabricated):
     """A total or a mean of a list the run received (`operand_values`' `t:` keys) is computed."""
-    assert detectors.fabricated_among(answer, detectors.distinctive_values(received),
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received),
                                       detectors.Received([json.dumps(received)])) == fabricated
 
 
@@ -356,17 +356,17 @@ def test_values_computed_from_a_list_received(answer, received, fabricated):
     ("It is $21.00.", {"zeros": [0, 0], "price": 20.0}, ["21"]),  # a zero total divides nothing
 ])
 def test_values_computed_from_two_known_numbers(answer, received, fabricated):
-    assert detectors.fabricated_among(answer, detectors.distinctive_values(received),
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received),
                                       detectors.Received([json.dumps(received)])) == fabricated
 
 
 def test_the_factors_and_totals_are_read_only_for_an_answer_that_needs_them():
     received = detectors.Received(['{"amount": 100, "rate": 0.92}', '{"id": "A1001"}'])
     known = detectors.distinctive_values(received.texts[0]) | detectors.distinctive_values(received.texts[1])
-    assert detectors.fabricated_among("Order A1001 is 100 USD.", known, received) == []
+    assert detectors.fabricated_values("Order A1001 is 100 USD.", known, received) == []
     assert received._read == 0  # every value known: nothing read
-    assert detectors.fabricated_among("That is 92.00 EUR.", known, received) == [] and received._read == 2
-    assert detectors.fabricated_among("That is 95.00 EUR.", known, received) == ["95"]
+    assert detectors.fabricated_values("That is 92.00 EUR.", known, received) == [] and received._read == 2
+    assert detectors.fabricated_values("That is 95.00 EUR.", known, received) == ["95"]
     big = detectors.Received(["x" * 100_000] * 20)  # each cut at MAX_SCAN_CHARS, none past RECEIVED_TEXT_CHARS
     limit = detectors.RECEIVED_TEXT_CHARS
     assert len(big.texts) == limit // detectors.MAX_SCAN_CHARS and big.chars == limit
@@ -389,8 +389,8 @@ def test_days_computed_from_a_day_received(answer, received, fabricated):
 def test_a_payload_built_in_code_with_nan_or_infinity_gives_no_total():
     assert detectors.operand_values({"x": [float("nan"), 1.0], "y": [1e308, 1e308]}) == {"o:1"}
     received = detectors.Received(['{"a": [1e308, 1e308]}', '{"n": 11}'])
-    assert detectors.fabricated_among("It is 55.", detectors.distinctive_values('{"n": 11}'), received) == []
-    assert detectors.fabricated_among("It is 123.45.", detectors.distinctive_values('{"n": 11}'), received) == ["123.45"]
+    assert detectors.fabricated_values("It is 55.", detectors.distinctive_values('{"n": 11}'), received) == []
+    assert detectors.fabricated_values("It is 123.45.", detectors.distinctive_values('{"n": 11}'), received) == ["123.45"]
 
 
 def test_operand_values_are_small_fractions_and_percentages():

@@ -456,7 +456,7 @@ def operand_values(payload: Any) -> frozenset[str]:
     """The factors and totals (see above) of a tool result, arguments or message. Factors: its runs
     of non-separators (`_runs`, as `distinctive_values` reads text; JSON is read as its text) that
     are a fraction under 10 or a percentage. Totals: of the lists in it, when it is JSON. Read only
-    for an answer that needs it (`fabricated_among`); text is cached as `distinctive_values`' is
+    for an answer that needs it (`fabricated_values`' `received`); text is cached as `distinctive_values`' is
     (the same system prompt and results reach every run of a process)."""
     if not isinstance(payload, str):
         return _operands_of(orjson.dumps(payload, default=str).decode(), payload)
@@ -502,8 +502,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _totals(value: Any, keys: set[str]) -> None:
-    """`t:` keys of the lists in a JSON value (see above): one walk, plain loops (the recorder
-    reads every tool result with it)."""
+    """`t:` keys of the lists in a JSON value (see above), and `o:` keys of the numbers in fields
+    named as percentages: one walk, plain loops, at most _MAX_TOTALS_NODES objects and lists."""
     stack = [value]
     budget = _MAX_TOTALS_NODES
     while stack and budget:
@@ -513,7 +513,7 @@ def _totals(value: Any, keys: set[str]) -> None:
             for k, v in node.items():
                 if v.__class__ is dict or v.__class__ is list:
                     stack.append(v)
-                elif _is_number(v) and _PERCENT_FIELD.search(k):  # {"discount_percent": 15}: a factor
+                elif _is_number(v) and isinstance(k, str) and _PERCENT_FIELD.search(k):  # {"discount_percent": 15}
                     keys.add(f"o:{v / 100:g}")
             continue
         if 2 <= len(node) <= _MAX_TOTALS_ITEMS:
@@ -552,7 +552,7 @@ def _row_totals(rows: list[Any], first: dict[str, Any], keys: set[str]) -> None:
                 break
     for i, a in enumerate(columns):
         for b in columns[i + 1:]:
-            total = sum(map(float.__mul__, map(float, a), b))
+            total = sum(x * y for x, y in zip(a, b))
             if math.isfinite(total):
                 keys.add(f"t:{total:g}")
 
@@ -614,7 +614,7 @@ RECEIVED_TEXT_CHARS = 1 << 18  # received text kept per run for the final answer
 
 class Received:
     """The texts a run received (messages, tool results), for the factors and totals an answer may
-    have computed with (`operand_values`): read on first need, then kept (`fabricated_among`)."""
+    have computed with (`operand_values`): read on first need, then kept (`fabricated_values`)."""
 
     __slots__ = ("texts", "chars", "_read", "_operands")
 
@@ -635,17 +635,11 @@ class Received:
             self.chars += len(text)
 
     def operands(self) -> set[str]:
+        """The factors and totals of every text kept, each text read once."""
         for text in self.texts[self._read:]:
             self._operands |= operand_values(text)
         self._read = len(self.texts)
         return self._operands
-
-
-def fabricated_among(answer: str | None, known: set[str] | frozenset[str], received: Received) -> list[str]:
-    """`fabricated_values` with what was received: its factors and totals are read only for a
-    number `known` alone does not explain (the common answer costs nothing more, in the
-    recorder's call path too)."""
-    return fabricated_values(answer, known, received)
 
 
 def _in_a_date(key: str, dates: list[str], numbers: list[float] | None = None) -> bool:

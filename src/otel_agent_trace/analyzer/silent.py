@@ -346,7 +346,7 @@ def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
         if not turn.observation and not (question and question in " ".join(turn.text.split())):
             # (a turn that restates the task hands it on: what it adds is the task's, not a claim)
             stated = stated_text(turn.text)
-            values = [v for v in detectors.fabricated_among(stated, known, said) if _stated_value(v)] if stated.strip() else []
+            values = [v for v in detectors.fabricated_values(stated, known, said) if _stated_value(v)] if stated.strip() else []
             if values:
                 return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
                                   f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "

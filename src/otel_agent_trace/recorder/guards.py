@@ -138,8 +138,8 @@ def check_final_answer(run: RunState, step: StepState, content: str | None) -> N
         step.span.set_attribute(VALIDATION_ERRORS, problems)
         mark_run_critical(run, ErrorType.FINAL_ANSWER_INVALID, "final answer invalid: " + "; ".join(problems))
     used = [detectors.distinctive_values(r.arguments) for r in run.records if r.arguments]
-    fabricated = detectors.fabricated_among(text, run.known_values.union(*used) if used else run.known_values,
-                                            run.received)
+    fabricated = detectors.fabricated_values(text, run.known_values.union(*used) if used else run.known_values,
+                                             run.received)
     if fabricated:
         step.span.set_attribute(FABRICATED_VALUES, fabricated)
         mark_origin(step, ErrorType.FABRICATED_VALUE, **{FABRICATED_VALUES: fabricated})

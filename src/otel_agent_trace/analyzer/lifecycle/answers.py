@@ -164,14 +164,14 @@ def fabricated(run: Run, life: Lifecycle, finals: list[Span], results: list[str]
         else:
             if result_values is None:
                 result_values = _tool_results(results)
-            unverified = detectors.fabricated_among(answer, result_values, detectors.Received(results))
+            unverified = detectors.fabricated_values(answer, result_values, detectors.Received(results))
         if step is run.steps[-1]:
             life.verifiable = not unverified
         if not unverified:
             continue  # every value is in (or derived from) the results: in all that was seen too
         if known is None:
             known = received_once(run, life)[0]
-        values = detectors.fabricated_among(answer, known, received_texts(run))
+        values = detectors.fabricated_values(answer, known, received_texts(run))
         if values:
             mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "

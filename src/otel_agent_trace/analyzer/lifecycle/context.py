@@ -36,7 +36,7 @@ def new_messages(step: Span) -> list[tuple[str, str, str | None]]:
 
 def received_texts(run: Run) -> detectors.Received:
     """The texts `received_values` reads (received messages, tool results), for the factors and
-    totals an answer may have computed with (`detectors.fabricated_among`)."""
+    totals an answer may have computed with (`detectors.fabricated_values`)."""
     received = detectors.Received(content for step in run.steps for _, role, content in new_messages(step)
                                   if role in detectors.RECEIVED_ROLES)
     for tool in run.tools:
