@@ -168,6 +168,21 @@ def test_magentic_ones_terminal_output_is_an_execution_result(tmp_path):
     assert silent._NO_CODE.match("No code block detected in the messages. Please provide a markdown-encoded code block")
 
 
+def test_a_script_that_exited_0_printed_data_not_an_error(tmp_path):
+    # error words below the first line of a successful script's output are what it printed (an
+    # issue's title and body); on the first line, an error the script caught and reported
+    def terminal(output):
+        return silent.Turn(None, "ComputerTerminal", "The script ran, then exited with Unix exit code: 0\n"
+                           "Its output was:\n" + output, observation=True)
+    data = terminal("Oldest Issue Title: BUG: deep copying polybase broken\nBody: AttributeError: 'X' has no 'copy'")
+    assert silent._failed_observation(data) is None and silent._succeeded(data)
+    caught = terminal("Error: FileNotFoundError: penguins.csv\n")
+    assert silent._failed_observation(caught) == "its output reports an error" and not silent._succeeded(caught)
+    ag2 = silent.Turn(None, "Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: Traceback (most "
+                      "recent call last):\n  File x\nKeyError: 'a'", observation=True)
+    assert silent._failed_observation(ag2) == "its output reports an error"
+
+
 def test_what_a_turn_states_leaves_out_addresses_harness_output_and_page_dumps():
     # real text from Magentic-One logs (Who&When Hand-Crafted)
     surfer = ("I typed 'Ted Danson TV series list' into the browser search bar.\n\nHere is a screenshot of "
@@ -190,6 +205,54 @@ def test_what_a_turn_states_leaves_out_addresses_harness_output_and_page_dumps()
     assert silent.stated_text('{"reason": "Adjani\\u2019s film, 42mm:\\n"}') == '{"reason": "Adjani\u2019s film, 42mm: "}'
     values = silent.answer_values(stated, "Which series?")
     assert "s:csi cyber" in values and "s:final answer" not in values
+
+
+def test_a_page_element_an_action_names_and_a_text_browsers_page_are_not_stated():
+    # Magentic-One's WebSurfer names the element it acted on by its label on the page; what it
+    # typed is its own choice and stays
+    typed = silent.stated_text("I typed 'Ben & Jerry's flavor graveyard 1985' into '0 characters out of 2000'.\n\n"
+                               "Here is a screenshot of [x](https://x.test). <Image>")
+    assert "1985" in typed and "2000" not in typed
+    clicked = silent.stated_text("I clicked 'International Equity\nFund 2000'.\nThe fund lists 7 holdings.")
+    assert "2000" not in clicked and "7 holdings" in clicked
+    assert silent.stated_text("I clicked the control.") == "I clicked the control."
+    # a text browser's page (Magentic-One's FileSurfer, AutoGen's SimpleTextBrowser) runs to the end
+    page = ("Address: file:///workspace/76.pdf\nTitle: Error 404\nViewport position: Showing page 1 of 1.\n"
+            "=======================\n## Error 404\n\nFile not found: /workspace/76.pdf\n| log.jsonl | 2025-01-02 09:22 |")
+    stated = silent.stated_text("Here is the file.\n" + page)
+    assert "Here is the file." in stated and "404" not in stated and "09:22" not in stated
+    # without a page, `$` still ends nothing early: a screenshot's dump with no <Image> runs to the end
+    assert "1979" not in silent.stated_text("I scrolled down.\n\nHere is a screenshot of [t](u).\nOCR: 1979\nmore 1982")
+
+
+def test_a_search_boxs_label_is_no_made_up_value(tmp_path):
+    path = _group_chat(tmp_path / "chat.jsonl", "Which dojo near the NYSE has classes at 7 pm?", [
+        ("Orchestrator", "Please search for martial arts schools near the New York Stock Exchange."),
+        ("WebSurfer", "I typed 'martial arts schools near the New York Stock Exchange' into '0 characters out of 2000'."
+                      "\n\nHere is a screenshot of [search](https://www.bing.com/search?q=dojo). <Image>"),
+        ("Orchestrator", "The answer is **Renzo Gracie Wall Street**."),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["errors"], "the failed run names a place"
+    assert not any("2000" in e["reason"] for e in run["errors"])
+
+
+def test_a_value_a_browsing_agent_states_is_a_weaker_place(tmp_path):
+    # WebSurfer summarises a page it read whole; the trace shows only its viewport: the value may be
+    # on the page, so that place ranks below a value made up by an agent whose inputs are all seen
+    path = _group_chat(tmp_path / "chat.jsonl", "What was Apple's all-time high closing price?", [
+        ("Orchestrator", "Please open Apple's stock price history."),
+        ("WebSurfer", "I clicked 'Stock Price History'.\n\nHere is a screenshot of [AAPL](https://x.test). The "
+                      "viewport shows 17% of the webpage.\n<Image>"),
+        ("WebSurfer", "The page says the all-time high close was $259.02 on December 26, 2024."),
+        ("Assistant", "Adjusted for the split, the high is 261.40."),
+        ("Orchestrator", "The answer is **261.40**."),
+    ])
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert (run["origin"]["agent"], run["origin"]["step_index"]) == ("Assistant", 3)
+    made_up = {e["agent"]: e["reason"] for e in run["errors"] if "no earlier input" in e["reason"]}
+    assert "states 261.4" in made_up["Assistant"] and "it browses" not in made_up["Assistant"]
+    assert "259.02" in made_up["WebSurfer"] and "it browses" in made_up["WebSurfer"]
 
 
 def test_a_value_in_an_address_is_not_made_up(tmp_path):

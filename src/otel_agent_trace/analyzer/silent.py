@@ -54,6 +54,8 @@ ASSUMED_FACT = "assumed_fact"
 MAX_SUSPICIONS = 3
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
 _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
+# a value a browsing agent states that no input the trace shows contained (`made_up_value`)
+_BROWSING_MADE_UP_SCORE = 0.45
 
 _INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS)
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
@@ -87,8 +89,16 @@ _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\[nrt]")
 _BANNER = re.compile(r"^[^\n]*!#!#[ \t]*$", re.MULTILINE)
 # - what a browsing agent shows of a page: Magentic-One's MultimodalWebSurfer follows its action
 #   (`I clicked 'Credits'.`) with `Here is a screenshot of [title](url)`, the page's metadata and the
-#   OCR of the screenshot, down to `<Image>`: what the page says, not what the agent claims
-_PAGE_DUMP = re.compile(r"Here is a screenshot of \[.*?(?:<Image>|$)", re.DOTALL)
+#   OCR of the screenshot, down to `<Image>`; a text browser (Magentic-One's FileSurfer, AutoGen's
+#   SimpleTextBrowser) heads the page it shows with `Address:`, `Title:`, `Viewport position:` and a
+#   rule, and the page follows to the message's end: what the page says, not what the agent claims
+_PAGE_DUMP = re.compile(r"Here is a screenshot of \[.*?(?:<Image>|\Z)|"
+                        r"^Address: [^\n]*\n(?:Title: [^\n]*\n)?Viewport position: [^\n]*\n=+\n.*",
+                        re.DOTALL | re.MULTILINE)
+# - the page element an action names: `I clicked 'Credits'.`, `I typed 'query' into '0 characters out
+#   of 2000'.` (the element's label, read from the page; what was typed stays: the agent chose it)
+_PAGE_ELEMENT = re.compile(r"^(?:I (?:clicked|hovered over) '|(?P<typed>I typed '.*?') into ').*?'\.[ \t]*$",
+                           re.MULTILINE | re.DOTALL)
 _SUCCESS_CLAIM = re.compile(r"(?i)\b(?:successfully|succeeded|has been (?:confirmed|verified)|is correct|"
                             r"confirm(?:s|ed)? (?:that|the)|verified)\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w])")
@@ -209,9 +219,11 @@ def task_text(run: Run) -> str:
 
 def stated_text(text: str) -> str:
     """What a turn's agent states: its text without code, the harness's output mixed into it
-    (warnings, tracebacks, banners), a page a browsing agent shows, and addresses (see above)."""
+    (warnings, tracebacks, banners), a page a browsing agent shows and the page elements its actions
+    name, and addresses (see above)."""
     for pattern in (_CODE_BLOCK, _PAGE_DUMP, _TRACEBACK, _WARNING, _BANNER, _ADDRESS):
         text = pattern.sub(" ", text)
+    text = _PAGE_ELEMENT.sub(lambda m: m.group("typed") or " ", text)
     # JSON's escapes left in text (a ledger printed as JSON: `Adjani\\u2019s`, `42mm:\\n`) are the characters
     return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else " ", text)
 
@@ -339,24 +351,36 @@ def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
 
 
 def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
+    """The first turn stating a value no earlier input contained. An agent that browses reads whole
+    pages, of which its turns show a part (a screenshot's OCR, a viewport): what it states may come
+    from what the trace does not show, so its first such turn is a weaker place, kept beside the
+    first turn of an agent whose inputs are all seen."""
     known = set(detectors.distinctive_values(task))
     said = detectors.Received([task])  # what was said so far: the factors and totals a value may be computed with
     question = " ".join(task.split())[:200]
+    browsing = {t.agent for t in sequence if t.agent and _PAGE_DUMP.search(t.text)}
+    found: list[Suspicion] = []
     for turn in sequence:
-        if not turn.observation and not (question and question in " ".join(turn.text.split())):
+        if not turn.observation and not (question and question in " ".join(turn.text.split())) and (
+                turn.agent not in browsing or not found):
             # (a turn that restates the task hands it on: what it adds is the task's, not a claim)
             stated = stated_text(turn.text)
             values = [v for v in detectors.fabricated_values(stated, known, said) if _stated_value(v)] if stated.strip() else []
             if values:
-                return [Suspicion(turn.span, turn.agent, MADE_UP_VALUE,
-                                  f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, "
-                                  "instruction or result contained", 0.95, bug_class="model_decision")]
+                unseen = turn.agent in browsing
+                found.append(Suspicion(
+                    turn.span, turn.agent, MADE_UP_VALUE,
+                    f"{turn.span.name} states {', '.join(values[:3])}, which no earlier input, instruction or result "
+                    "contained" + (" (it browses: a page the trace shows only in part may hold it)" if unseen else ""),
+                    _BROWSING_MADE_UP_SCORE if unseen else 0.95, bug_class="model_decision"))
+                if not unseen:
+                    return found
         known |= detectors.distinctive_values(turn.text)
         said.add(turn.text)
         arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
         if isinstance(arguments, str):
             known |= detectors.distinctive_values(arguments)
-    return []
+    return found
 
 
 def _stated_value(value: str) -> bool:
@@ -370,8 +394,12 @@ def _failed_observation(turn: Turn) -> str | None:
     text = turn.text
     execution = _EXECUTION.match(text)
     if execution:
-        return f"exit code {execution.group(1)}" if execution.group(1) != "0" else (
-            "its output reports an error" if _ERROR_TEXT.search(text) else None)
+        if execution.group(1) != "0":
+            return f"exit code {execution.group(1)}"
+        # a script that succeeded reports an error it caught on its output's first line; below
+        # that, error words are the data it printed (an issue's title, a log it read)
+        first = _execution_output(text[execution.end():]).lstrip().split("\n", 1)[0]
+        return "its output reports an error" if _ERROR_TEXT.search(first) else None
     if _NO_CODE.match(text):
         return None
     if turn.span.attributes.get(GEN_AI_TOOL_CALL_RESULT) is not None:
@@ -380,6 +408,12 @@ def _failed_observation(turn: Turn) -> str | None:
             return "it returned an error"
         return None
     return "its output reports an error" if _ERROR_TEXT.search(text[:4000]) else None
+
+
+def _execution_output(rest: str) -> str:
+    """What an execution printed: the text after its exit code's line and the `Code output:` /
+    `Its output was:` heading."""
+    return re.sub(r"^[^\n]*\n?\s*(?:Code output|Its output was):", "", rest)
 
 
 def error_in_text(sequence: list[Turn]) -> list[Suspicion]:
@@ -409,7 +443,7 @@ def _succeeded(turn: Turn) -> bool:
         return False
     execution = _EXECUTION.match(text)
     body = text[execution.end():] if execution else text
-    body = re.sub(r"^[^\n]*\n?\s*(?:Code output|Its output was):", "", body).strip() if execution else body
+    body = _execution_output(body).strip() if execution else body
     return body not in ("", "[]", "{}", "null", "None")
 
 
