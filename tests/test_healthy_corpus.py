@@ -191,6 +191,27 @@ def _corpus():
             "when does my plan P-8 renew?",
             [call("get_plan", plan_id="P-8"), {"content": "Plan P-8 renews on 2027-01-15."}],
             lambda: {"get_plan": lambda plan_id: {"id": plan_id, "started": "2026-01-15", "billing": "yearly"}}),
+        "a shipping date from the API's epoch timestamp": (
+            "when did order A1002 ship?",
+            [call("lookup_order", order_id="A1002"), {"content": "Order A1002 shipped on 2026-12-06."}],
+            lambda: {"lookup_order": lambda order_id: {"id": order_id, "shipped_at": 1796558400}}),
+        "a charge's day from a timestamp in milliseconds": (
+            "when was charge ch_31 made?",
+            [call("get_charge", charge_id="ch_31"), {"content": "Charge ch_31 was made on 2026-11-30."}],
+            lambda: {"get_charge": lambda charge_id: {"id": charge_id, "created_ms": 1796040000000}}),
+        "a temperature given in both scales": (
+            "how warm is it in Austin?",
+            [call("get_weather", city="Austin"), {"content": "It is 72°F (22.2°C) in Austin."}],
+            lambda: {"get_weather": lambda city: {"city": city, "temp_f": 72}}),
+        "a distance converted to miles": (
+            "how far is the run route R-5?",
+            [call("get_route", route_id="R-5"), {"content": "Route R-5 is 42.2 km (26.2 miles) long."}],
+            lambda: {"get_route": lambda route_id: {"id": route_id, "distance_km": 42.2}}),
+        "the second of the results named by its position": (
+            "which hotel is second cheapest?",
+            [call("search_hotels", city="Oslo"), {"content": "The 2nd cheapest is Hotel Bristol at 1,450 NOK."}],
+            lambda: {"search_hotels": lambda city: [{"name": "Hotel Thon", "price": 1190},
+                                                      {"name": "Hotel Bristol", "price": 1450}]}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

@@ -386,6 +386,38 @@ def test_days_computed_from_a_day_received(answer, received, fabricated):
     assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
 
 
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("It is 72°F (22.2°C).", {"temp_f": 72}, []),  # a unit is no id: 72°F is 72; Fahrenheit to Celsius
+    ("It is 72°F (25.0°C).", {"temp_f": 72}, ["25"]),
+    ("It is 22°C, or 71.6°F.", {"celsius": 22}, []),  # and back
+    ("The route is 42.2 km (26.2 miles).", {"distance_km": 42.2}, []),  # a common unit's conversion
+    ("The route is 42.2 km (29.5 miles).", {"distance_km": 42.2}, ["29.5"]),
+    ("It weighs 25 kg (55.1 lb).", {"kg": 25}, []),
+    ("The call took 150ms.", {"latency_ms": 150}, []),
+    ("The call took 180ms.", {"latency_ms": 150}, ["180"]),
+    ("The 2nd cheapest is Hotel Bristol.", [{"name": "Hotel Thon"}, {"name": "Hotel Bristol"}], []),  # a small ordinal
+    ("It finished 47th.", {"rank": 47}, []),
+    ("It finished 52nd.", {"rank": 47}, ["52"]),
+    ("Apartment 12B, 30M views.", {"unit": "12B", "views": "30M"}, []),  # not units: ids and magnitudes stay
+])
+def test_a_number_with_a_unit_or_an_ordinal_is_that_number(answer, received, fabricated):
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
+    assert [detectors.value_key(v) for v in ("72°F", "40th", "150ms", "2nd", "30M", "12B")] == [
+        "n:72", "n:40", "n:150", None, "s:30M", "s:12B"]
+
+
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("It shipped on 2026-12-06.", {"shipped_at": 1796558400}, []),  # Unix seconds: 2026-12-06T12:00Z
+    ("It shipped on 2026-12-07.", {"shipped_at": 1796558400}, []),  # the day in a time zone east of UTC
+    ("It shipped on 2026-12-09.", {"shipped_at": 1796558400}, ["2026-12-09"]),
+    ("It was charged on 2026-11-30.", {"created_ms": 1796040000000}, []),  # milliseconds
+    ("It was charged on 2026-11-30.", {"amount": 1796040000}, []),  # (any number in the range reads as one)
+    ("It was charged on 2026-11-30.", {"amount": 17960400}, ["2026-11-30"]),  # out of the range: no day
+])
+def test_a_day_read_from_a_unix_timestamp_received(answer, received, fabricated):
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
+
+
 def test_a_payload_built_in_code_with_nan_or_infinity_gives_no_total():
     assert detectors.operand_values({"x": [float("nan"), 1.0], "y": [1e308, 1e308]}) == {"o:1"}
     received = detectors.Received(['{"a": [1e308, 1e308]}', '{"n": 11}'])

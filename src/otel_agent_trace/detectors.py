@@ -254,6 +254,7 @@ def drops_instructions(roles: Iterable[str]) -> bool:
 #   3+ characters that contains a digit and a letter or 3+ digits (`A1001`, `C-77`, `2026-11-30`;
 #   not a range like `3-5`), or that contains one of `/ . _ - @ :` with 4+ characters and a letter
 #   (`count.py`, `src/app`, `a@b.io`, `user_id`).
+# - a number with a unit or an ordinal's suffix is that number (`72°F`, `42.2km`, `150ms`, `40th`).
 # Plain words (`shipped`, `true`, `null`) and one-letter strings are never distinctive. Numbers in
 # text (`$25.00`) are read as numbers, so they meet the same value in JSON (`25.0`).
 RECEIVED_ROLES = ("user", "system", "developer", "tool")  # messages whose values the model received
@@ -269,6 +270,9 @@ _ALPHA = re.compile(r"[^\W\d_]")
 _MARK = re.compile(r"[/._\-@:]")
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3}){1,3}|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _TRIM = "$€£¥.,:;!?*#%"
+# a number, then a unit or an ordinal's suffix (case matters: `30M` may be millions, `12B` a flat)
+_UNIT_NUMBER = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|°[CF]?|℃|℉|[kcm]?m|mi|ft|in|[km]?g|lbs?|oz|m?[lL]|gal|"
+                          r"h|hrs?|mins?|s|secs?|[mµun]s|[kKMGT]B|[KMG]bps|[kMG]?W|kWh|[kMG]?Hz|px|pt|x)")
 MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
 _CACHE_CHARS = 8_000_000  # bound of the cache below, in characters of text held
 _cache: dict[str, frozenset[str]] = {}  # text -> its keys: contexts repeat across steps and runs
@@ -295,6 +299,11 @@ def value_key(value: Any) -> str | None:
             pass
         else:
             return f"n:{number:g}" if abs(number) >= 10 else None
+    if text[0].isdigit() and not text[-1].isdigit():  # (dates, times and plain numbers end with a digit)
+        unit = _UNIT_NUMBER.fullmatch(text)
+        if unit is not None:
+            number = float(unit.group(1))
+            return f"n:{number:g}" if number >= 10 else None
     if _DIGIT.search(text):  # an id (A1001, C-77) or a long code (2026-11-30); not a range like 3-5
         return f"s:{text}" if _ALPHA.search(text) or len(_DIGIT.findall(text)) >= 3 else None
     if len(text) >= 4 and _MARK.search(text) and _ALPHA.search(text) and not _SPACE.search(text):
@@ -578,9 +587,11 @@ def _is_date_or_time(key: str) -> bool:
 
 # what any known number may be multiplied by (`_multipliers`): itself (restated, or rounded), a
 # small multiple or share (2 x 12.5; $120 split 4 ways), a hundredth or thousandth, or 100 or 1000
-# times it (12999 cents are $129.99)
+# times it (12999 cents are $129.99), or a common unit's conversion either way (42.2 km are 26.2
+# miles: mile, pound, inch, foot, US gallon, ounce; a temperature's difference, 1.8)
+_CONVERSIONS = (1.609344, 0.45359237, 2.54, 0.3048, 3.785411784, 28.349523125, 1.8)
 _BASE_MULTIPLIERS = frozenset({1.0, 0.01, 0.001, 100.0, 1000.0} | {float(k) for k in range(2, 13)}
-                              | {1 / k for k in range(2, 13)})
+                              | {1 / k for k in range(2, 13)} | set(_CONVERSIONS) | {1 / c for c in _CONVERSIONS})
 
 
 def _multipliers(numbers: list[float], factors: list[float]) -> list[float]:
@@ -605,6 +616,9 @@ def _computed(text: str, numbers: list[float], present: set[float], multipliers:
         ratio, tolerance = value / x, half_unit / abs(x)
         i = bisect_left(multipliers, ratio - tolerance)
         if i < count and multipliers[i] <= ratio + tolerance:
+            return True
+        # a temperature in the other scale (72 °F are 22.2 °C; 22 °C are 71.6 °F)
+        if abs(value - (x - 32) / 1.8) <= half_unit or abs(value - (x * 1.8 + 32)) <= half_unit:
             return True
     return any(abs(value - x) in present for x in numbers if abs(value - x) >= 10)
 
@@ -722,13 +736,28 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
                 if more and _computed(key[2:], *more):
                     continue
         if dates is None:
-            dates = [k[2:] for k in known if _is_date_or_time(k)]
+            dates = [k[2:] for k in known if _is_date_or_time(k)] + _epoch_days(known)
         if dates and key.startswith("s:") and numbers is None:
             numbers, factors = _operands(known)  # (a day may be a number of days after a known one)
             present, multipliers = set(numbers), _multipliers(numbers, factors)
         if not (dates and _in_a_date(key, dates, numbers)):
             made_up.append(key[2:])
     return sorted(made_up)
+
+
+def _epoch_days(known: set[str] | frozenset[str]) -> list[str]:
+    """The days a known Unix timestamp (seconds or milliseconds, 2001-2099) falls on, and the day
+    either side (shown in a local time zone; a key keeps 6 digits, so the hour is approximate)."""
+    days = []
+    for key in known:
+        if key.startswith("n:") and "e+" in key:
+            seconds = float(key[2:])
+            if 1e12 <= seconds < 4.1e12:
+                seconds /= 1000
+            if 1e9 <= seconds < 4.1e9:
+                day = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).date()
+                days += [(day + _dt.timedelta(days=d)).isoformat() for d in (-1, 0, 1)]
+    return days
 
 
 def _with(numbers: list[float], factors: list[float], extra: set[str]) -> tuple[Any, ...]:
