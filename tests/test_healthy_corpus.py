@@ -212,6 +212,22 @@ def _corpus():
             [call("search_hotels", city="Oslo"), {"content": "The 2nd cheapest is Hotel Bristol at 1,450 NOK."}],
             lambda: {"search_hotels": lambda city: [{"name": "Hotel Thon", "price": 1190},
                                                       {"name": "Hotel Bristol", "price": 1450}]}),
+        "a count rounded to thousands": (
+            "how popular is repo acme/widgets?",
+            [call("get_repo", name="acme/widgets"), {"content": "acme/widgets has about 12.4k stars and 1.2k forks."}],
+            lambda: {"get_repo": lambda name: {"name": name, "stargazers_count": 12391, "forks_count": 1187}}),
+        "revenue in millions, in words": (
+            "what was ACME's revenue last quarter?",
+            [call("get_financials", ticker="ACME"), {"content": "ACME's revenue was $48.7 million last quarter."}],
+            lambda: {"get_financials": lambda ticker: {"ticker": ticker, "revenue": 48713000}}),
+        "a meeting time on a 12-hour clock": (
+            "when is my next meeting?",
+            [call("next_event"), {"content": "Your next meeting, Design review, starts at 2:30 PM on 2026-12-07."}],
+            lambda: {"next_event": lambda: {"title": "Design review", "start": "2026-12-07T14:30:00"}}),
+        "a ticket named by its number": (
+            "what is the status of ticket GH-4521?",
+            [call("get_ticket", key="GH-4521"), {"content": "Ticket 4521 is closed."}],
+            lambda: {"get_ticket": lambda key: {"key": key, "status": "closed"}}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],

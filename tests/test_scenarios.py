@@ -398,12 +398,27 @@ def test_days_computed_from_a_day_received(answer, received, fabricated):
     ("The 2nd cheapest is Hotel Bristol.", [{"name": "Hotel Thon"}, {"name": "Hotel Bristol"}], []),  # a small ordinal
     ("It finished 47th.", {"rank": 47}, []),
     ("It finished 52nd.", {"rank": 47}, ["52"]),
-    ("Apartment 12B, 30M views.", {"unit": "12B", "views": "30M"}, []),  # not units: ids and magnitudes stay
+    ("Apartment 12B.", {"unit": "12B"}, []),  # not a unit: an id stays
 ])
 def test_a_number_with_a_unit_or_an_ordinal_is_that_number(answer, received, fabricated):
     assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
     assert [detectors.value_key(v) for v in ("72°F", "40th", "150ms", "2nd", "30M", "12B")] == [
-        "n:72", "n:40", "n:150", None, "s:30M", "s:12B"]
+        "n:72", "n:40", "n:150", None, "n:30e6", "s:12B"]
+
+
+@pytest.mark.parametrize("answer, received, fabricated", [
+    ("About 12.4k stars.", {"stars": 12391}, []),  # a magnitude's suffix, rounded to its digits
+    ("About 12.9k stars.", {"stars": 12391}, ["12.9k"]),
+    ("Revenue was $48.7 million.", {"revenue": 48713000}, []),  # in words
+    ("Revenue was $52 million.", {"revenue": 48713000}, ["52M"]),
+    ("It has 30M views.", {"views": "30M"}, []),
+    ("Ticket 4521 is closed.", {"key": "GH-4521"}, []),  # the number of a code
+    ("Ticket 4522 is closed.", {"key": "GH-4521"}, ["4522"]),
+    ("It starts at 2:30 PM.", {"start": "2026-12-07T14:30:00"}, []),  # a 12-hour clock
+    ("It starts at 3:30 PM.", {"start": "2026-12-07T14:30:00"}, ["3:30"]),
+])
+def test_a_number_rounded_to_a_magnitude_a_codes_number_and_a_12_hour_time(answer, received, fabricated):
+    assert detectors.fabricated_values(answer, detectors.distinctive_values(received)) == fabricated
 
 
 @pytest.mark.parametrize("answer, received, fabricated", [

@@ -272,7 +272,13 @@ _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3}){1,3}|\d+)?(?:\.\d+)?(?:[eE][+-]
 _TRIM = "$€£¥.,:;!?*#%"
 # a number, then a unit or an ordinal's suffix (case matters: `30M` may be millions, `12B` a flat)
 _UNIT_NUMBER = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|°[CF]?|℃|℉|[kcm]?m|mi|ft|in|[km]?g|lbs?|oz|m?[lL]|gal|"
-                          r"h|hrs?|mins?|s|secs?|[mµun]s|[kKMGT]B|[KMG]bps|[kMG]?W|kWh|[kMG]?Hz|px|pt|x)")
+                          r"h|hrs?|mins?|s|secs?|[mµun]s|[kKMGT]B|[KMG]bps|[kMG]?W|kWh|[kMG]?Hz|px|pt|x|(k|K|M|bn))")
+# a magnitude's suffix, as a power of ten (`1.3k`, `30M`, `4.2bn`); its key keeps the exponent, so
+# that the digits stated say how far it may be rounded (`1.3k` is 1299 rounded: `n:1.3e3`)
+_MAGNITUDES = {"k": 3, "K": 3, "M": 6, "bn": 9}
+# a magnitude in words, read as its suffix (`30.1 million` is `30.1M`)
+_MAGNITUDE_WORD = re.compile(r"(\d(?:[\d,]*\d)?(?:\.\d+)?)\s+(thousand|million|billion)\b", re.IGNORECASE)
+_MAGNITUDE_SUFFIX = {"thousand": "k", "million": "M", "billion": "bn"}
 MAX_SCAN_CHARS = 65536  # values past this many characters of one result/argument are not indexed
 _CACHE_CHARS = 8_000_000  # bound of the cache below, in characters of text held
 _cache: dict[str, frozenset[str]] = {}  # text -> its keys: contexts repeat across steps and runs
@@ -303,6 +309,9 @@ def value_key(value: Any) -> str | None:
         unit = _UNIT_NUMBER.fullmatch(text)
         if unit is not None:
             number = float(unit.group(1))
+            magnitude = unit.group(2)
+            if magnitude:
+                return f"n:{unit.group(1)}e{_MAGNITUDES[magnitude]}"
             return f"n:{number:g}" if number >= 10 else None
     if _DIGIT.search(text):  # an id (A1001, C-77) or a long code (2026-11-30); not a range like 3-5
         return f"s:{text}" if _ALPHA.search(text) or len(_DIGIT.findall(text)) >= 3 else None
@@ -663,7 +672,18 @@ def _in_a_date(key: str, dates: list[str], numbers: list[float] | None = None) -
     if key.startswith("n:"):
         value = float(key[2:])
         return any(value == float(part) for date in dates for part in _DATE_PARTS.findall(date))
-    return _is_date_or_time(key) and (any(key[2:] in date for date in dates) or _date_after(key[2:], dates, numbers or ()))
+    if not _is_date_or_time(key):
+        return False
+    text = key[2:]
+    clock = _TWELVE_HOUR.fullmatch(text)
+    if clock is not None:  # 2:30 (PM) of 14:30; 12:05 (AM) of 00:05
+        hour = int(clock.group(1))
+        afternoon = f"{(hour + 12) % 24:02d}:{clock.group(2)}"
+        return any(text in date or afternoon in date for date in dates)
+    return any(text in date for date in dates) or _date_after(text, dates, numbers or ())
+
+
+_TWELVE_HOUR = re.compile(r"(1[0-2]|0?[1-9]):([0-5]\d)")
 
 
 # a day: `2026-11-02`, `2026/11/02` (a time after it is left aside)
@@ -716,12 +736,15 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
     ones, the known totals and factors (`t:` and `o:` keys of `known`; those of `received`, read
     on the first number the known ones do not explain; `operand_values`, `_computed`), a
     restated part of a known date or time (`_in_a_date`)."""
+    if answer and _MAGNITUDE_WORD.search(answer):
+        answer = _MAGNITUDE_WORD.sub(lambda m: m.group(1).replace(",", "") + _MAGNITUDE_SUFFIX[m.group(2).lower()], answer)
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []
     numbers = factors = present = multipliers = None  # built on the first number to explain
     more: tuple[Any, ...] | None = None  # the same with `received`'s factors and totals
     dates: list[str] | None = None  # the known dates and times, read only if a value needs them
+    code_numbers: set[str] | None = None  # the digit runs of the known ids and codes, likewise
     made_up = []
     for key in unseen:
         if key.startswith("n:"):
@@ -740,9 +763,26 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
         if dates and key.startswith("s:") and numbers is None:
             numbers, factors = _operands(known)  # (a day may be a number of days after a known one)
             present, multipliers = set(numbers), _multipliers(numbers, factors)
-        if not (dates and _in_a_date(key, dates, numbers)):
-            made_up.append(key[2:])
+        if dates and _in_a_date(key, dates, numbers):
+            continue
+        if key.startswith("n:") and key[2:].isdigit():  # the number of a code (4521 of `GH-4521`, 1001 of `A1001`)
+            if code_numbers is None:
+                code_numbers = {m.group(1) for k in known if k.startswith("s:") for m in [_CODE.match(k, 2)] if m}
+            if key[2:] in code_numbers:
+                continue
+        made_up.append(_as_written(key[2:]))
     return sorted(made_up)
+
+
+_SUFFIX_OF_EXPONENT = {"3": "k", "6": "M", "9": "bn"}
+# a code that is letters and a number (`GH-4521`, `A1001`, `#42`): the number names the same thing
+_CODE = re.compile(r"[A-Za-z]*[-_#]?0*(\d+)$")
+
+
+def _as_written(value: str) -> str:
+    """A value as the report names it: a magnitude's key (`1.5e3`) with its suffix (`1.5k`)."""
+    mantissa, e, exponent = value.partition("e")
+    return mantissa + _SUFFIX_OF_EXPONENT[exponent] if e and exponent in _SUFFIX_OF_EXPONENT else value
 
 
 def _epoch_days(known: set[str] | frozenset[str]) -> list[str]:
