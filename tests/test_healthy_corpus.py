@@ -2,7 +2,7 @@
 openai client against the scripted server with our exporter, analysed by the CLI as a user runs
 it. Retries, fallbacks to another tool, pagination that ends on an empty page, optional lookups
 that find nothing, clarifying questions, values restated (a price rounded, a timestamp in words):
-none is `failed` or `suspect`."""
+none is `failed` or `suspect`. And failures shaped like them (`NOT_HEALTHY`) still are."""
 
 from __future__ import annotations
 
@@ -228,6 +228,35 @@ def _corpus():
             "what is the status of ticket GH-4521?",
             [call("get_ticket", key="GH-4521"), {"content": "Ticket 4521 is closed."}],
             lambda: {"get_ticket": lambda key: {"key": key, "status": "closed"}}),
+        "a greeting answered directly": (
+            "hi there!", [{"content": "Hello! How can I help you with your orders today?"}],
+            lambda: {"lookup_order": lambda order_id: {}}),
+        "general knowledge answered directly": (
+            "what is the capital of France?", [{"content": "The capital of France is Paris."}],
+            lambda: {"lookup_order": lambda order_id: {}}),
+        "parallel calls, one times out, the other answers": (
+            "what does SKU-20 cost?",
+            [{"tool_calls": [{"name": "get_price", "arguments": {"sku": "SKU-20"}},
+                             {"name": "get_price_v2", "arguments": {"sku": "SKU-20"}}]},
+             {"content": "SKU-20 costs $11.50."}],
+            lambda: {"get_price": _timeout, "get_price_v2": lambda sku: {"sku": sku, "price": 11.5}}),
+        "a duration in minutes from seconds": (
+            "how long is the drive to HQ?",
+            [call("get_route", dest="HQ"), {"content": "The drive to HQ takes about 135 minutes."}],
+            lambda: {"get_route": lambda dest: {"dest": dest, "duration_s": 8100}}),
+        "an order the user named is not found, and the answer says so": (
+            "where is order A9999?",
+            [call("lookup_order", order_id="A9999"),
+             {"content": "I could not find an order A9999. Could you check the number?"}],
+            lambda: {"lookup_order": lambda order_id: {"error": "not found", "status": 404}}),
+        "an empty list is the answer": (
+            "do I have overdue invoices?",
+            [call("list_overdue"), {"content": "You have no overdue invoices."}],
+            lambda: {"list_overdue": lambda: []}),
+        "an action that returns nothing": (
+            "archive note N-12",
+            [call("archive_note", note_id="N-12"), {"content": "Note N-12 is archived."}],
+            lambda: {"archive_note": lambda note_id: None}),
         "a bill split evenly": (
             "we are 4: how much does each of us pay for table T-12?",
             [call("get_bill", table="T-12"), {"content": "The bill for T-12 is $120.00, so $30.00 each."}],
@@ -236,6 +265,27 @@ def _corpus():
 
 
 CORPUS = _corpus()
+
+# failures shaped like the healthy patterns above: what makes those healthy is missing
+NOT_HEALTHY = {
+    "a lookup finds nothing, the answer claims anyway": (
+        "where is order A9999?",
+        [call("lookup_order", order_id="A9999"), {"content": "Order A9999 shipped yesterday."}],
+        lambda: {"lookup_order": lambda order_id: None}),
+    "a lookup finds nothing, the answer makes up a date": (
+        "where is order A9999?",
+        [call("lookup_order", order_id="A9999"),
+         {"content": "I could not find the tracking, but order A9999 shipped on 2026-11-28."}],
+        lambda: {"lookup_order": lambda order_id: []}),
+    "not found, the answer claims success": (
+        "cancel order A9999",
+        [call("cancel_order", order_id="A9999"), {"content": "Order A9999 is cancelled."}],
+        lambda: {"cancel_order": lambda order_id: {"error": "order not found", "status": 404}}),
+    "an action returns nothing, the answer makes up a number": (
+        "archive note N-12",
+        [call("archive_note", note_id="N-12"), {"content": "Note N-12 is archived as version 3181."}],
+        lambda: {"archive_note": lambda note_id: None}),
+}
 
 
 @pytest.fixture(scope="module")
@@ -254,3 +304,11 @@ def test_a_healthy_run_is_neither_failed_nor_suspect(server, tmp_path, name):
     [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools()))["runs"]
     assert run["status"] == "ok", (run["status"], run["origin"], [(e["error_type"], e["reason"]) for e in run["errors"]])
     assert run["critical"] is None
+
+
+@pytest.mark.parametrize("name", sorted(NOT_HEALTHY))
+def test_a_failure_shaped_like_a_healthy_run_is_still_flagged(server, tmp_path, name):
+    user, turns, tools = NOT_HEALTHY[name]
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools()))["runs"]
+    assert run["status"] in ("suspect", "failed"), (run["status"], run["errors"])
+    assert run["errors"]

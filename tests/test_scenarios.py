@@ -411,6 +411,7 @@ def test_a_number_with_a_unit_or_an_ordinal_is_that_number(answer, received, fab
     ("About 12.9k stars.", {"stars": 12391}, ["12.9k"]),
     ("Revenue was $48.7 million.", {"revenue": 48713000}, []),  # in words
     ("Revenue was $52 million.", {"revenue": 48713000}, ["52M"]),
+    ("They are at least 142 thousand years old.", "beads at least 142 thousand years old", []),  # as written
     ("It has 30M views.", {"views": "30M"}, []),
     ("Ticket 4521 is closed.", {"key": "GH-4521"}, []),  # the number of a code
     ("Ticket 4522 is closed.", {"key": "GH-4521"}, ["4522"]),

@@ -597,8 +597,9 @@ def _is_date_or_time(key: str) -> bool:
 # what any known number may be multiplied by (`_multipliers`): itself (restated, or rounded), a
 # small multiple or share (2 x 12.5; $120 split 4 ways), a hundredth or thousandth, or 100 or 1000
 # times it (12999 cents are $129.99), or a common unit's conversion either way (42.2 km are 26.2
-# miles: mile, pound, inch, foot, US gallon, ounce; a temperature's difference, 1.8)
-_CONVERSIONS = (1.609344, 0.45359237, 2.54, 0.3048, 3.785411784, 28.349523125, 1.8)
+# miles: mile, pound, inch, foot, US gallon, ounce; a temperature's difference, 1.8; 8100 seconds
+# are 135 minutes: a minute, an hour, a day in seconds, a day in hours)
+_CONVERSIONS = (1.609344, 0.45359237, 2.54, 0.3048, 3.785411784, 28.349523125, 1.8, 60.0, 3600.0, 86400.0, 24.0)
 _BASE_MULTIPLIERS = frozenset({1.0, 0.01, 0.001, 100.0, 1000.0} | {float(k) for k in range(2, 13)}
                               | {1 / k for k in range(2, 13)} | set(_CONVERSIONS) | {1 / c for c in _CONVERSIONS})
 
@@ -736,8 +737,9 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
     ones, the known totals and factors (`t:` and `o:` keys of `known`; those of `received`, read
     on the first number the known ones do not explain; `operand_values`, `_computed`), a
     restated part of a known date or time (`_in_a_date`)."""
-    if answer and _MAGNITUDE_WORD.search(answer):
-        answer = _MAGNITUDE_WORD.sub(lambda m: m.group(1).replace(",", "") + _MAGNITUDE_SUFFIX[m.group(2).lower()], answer)
+    if answer and _MAGNITUDE_WORD.search(answer):  # (a number known as written, `142 thousand` read as written too, stays)
+        answer = _MAGNITUDE_WORD.sub(lambda m: m.group() if value_key(m.group(1)) in known else
+                                     m.group(1).replace(",", "") + _MAGNITUDE_SUFFIX[m.group(2).lower()], answer)
     unseen = distinctive_values(answer or "") - known
     if not unseen:
         return []

@@ -148,16 +148,20 @@ def answer_text(output: Any) -> str | None:
 def fabricated(run: Run, life: Lifecycle, finals: list[Span], results: list[str], answers: dict[str, Any]) -> None:
     """`fabricated_value`, as the recorder checks it (`detectors.fabricated_values`): values of a
     final answer (a step of kind `final`) the model never received. Needs captured content. On
-    the way, `Lifecycle.verifiable` of the run's last answer (the reliability metrics').
+    the way, of the run's last answer: its text, `Lifecycle.verifiable` (the reliability metrics')
+    and `grounded` (what recovery asks: does the answer rest on something the run received).
     `finals`, `results` and `answers`: the final steps, the result texts and the output messages
     by parent, as the passes before collected them."""
     known: set[str] | None = None
     result_values: set[str] | None = None
     for step in finals:
         answer = answer_text(answers.get(step.span_id))
+        last = step is run.steps[-1]
+        if last:
+            life.answer = answer
         values = detectors.distinctive_values(answer) if answer else frozenset()
         if not values:
-            life.verifiable = None
+            life.verifiable = life.grounded = None
             continue  # nothing in it to check (the common case needs no look at the context)
         if result_values is None and _all_in_results(results, values):
             unverified: list[str] = []  # each value found in some result: nothing unseen
@@ -165,13 +169,15 @@ def fabricated(run: Run, life: Lifecycle, finals: list[Span], results: list[str]
             if result_values is None:
                 result_values = _tool_results(results)
             unverified = detectors.fabricated_values(answer, result_values, detectors.Received(results))
-        if step is run.steps[-1]:
-            life.verifiable = not unverified
+        if last:
+            life.verifiable = life.grounded = not unverified
         if not unverified:
             continue  # every value is in (or derived from) the results: in all that was seen too
         if known is None:
             known = received_once(run, life)[0]
         values = detectors.fabricated_values(answer, known, received_texts(run))
+        if last:
+            life.grounded = not values
         if values:
             mark(life, step, ErrorType.FABRICATED_VALUE.value,
                   f"value{'s' if len(values) > 1 else ''} {', '.join(values[:5])} never seen in the input, "

@@ -48,6 +48,10 @@ class Lifecycle:
     # the run's final answer's numbers and ids all trace back to tool results (None: no answer
     # with content, or one without numbers or ids): `fabricated`, for the reliability metrics
     verifiable: bool | None = None
+    # the same against all the run received (the task, messages, arguments, results): no value of
+    # it made up (None: no answer with numbers or ids); and the last final answer's text
+    grounded: bool | None = None
+    answer: str | None = None
 
     def call_key(self, span: Span, name: str | None = None) -> tuple[str, str]:
         """`call_key_of` of a tool span, computed once per run (loops and the metrics both ask);
