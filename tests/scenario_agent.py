@@ -50,16 +50,43 @@ def run_loop(client: Any, user: str, tools: dict[str, Callable[..., Any]], *, sc
     raise RuntimeError("no answer")
 
 
+def run_loop_anthropic(client: Any, user: str, tools: dict[str, Callable[..., Any]], *,
+                       schemas: list[dict] | None = None, system: str = SYSTEM, max_turns: int = 80) -> str:
+    """`run_loop` with anthropic's Messages API: `tool_use` blocks run, answered with
+    `tool_result` blocks (`is_error` when the tool raised), parallel calls in one turn."""
+    schemas = schemas if schemas is not None else [schema_for(n) for n in tools]
+    definitions = [{"name": s["function"]["name"], "input_schema": s["function"]["parameters"]} for s in schemas]
+    messages: list[Any] = [{"role": "user", "content": user}]
+    for _ in range(max_turns):
+        message = client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, system=system,
+                                          messages=messages, tools=definitions)
+        if message.stop_reason != "tool_use":
+            return "".join(b.text for b in message.content if b.type == "text")
+        results = []
+        for block in message.content:
+            if block.type != "tool_use":
+                continue
+            try:
+                result = tools[block.name](**dict(block.input))
+                content, failed = (result if isinstance(result, str) else json.dumps(result)), False
+            except Exception as exc:
+                content, failed = f"Error: {type(exc).__name__}: {exc}", True
+            results.append({"type": "tool_result", "tool_use_id": block.id, "content": content, "is_error": failed})
+        messages += [{"role": "assistant", "content": message.content}, {"role": "user", "content": results}]
+    raise RuntimeError("no answer")
+
+
 def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": tool_name, "arguments": arguments}]}
 
 
 def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, Callable[..., Any]], *,
                schemas: list[dict] | None = None, keep_last: int | None = None, name: str = "agent",
-               check_result: Callable[[str, Any], None] | None = None) -> Any:
+               check_result: Callable[[str, Any], None] | None = None, client: str = "openai") -> Any:
     """One `run_loop` run scripted on `server`, recorded with our file exporter into `path` (a
     fresh provider and instrumentor, undone after). The run's own exception, if any, is swallowed:
-    the trace records it."""
+    the trace records it. `client`: "openai" (Chat Completions) or "anthropic" (Messages; the
+    scripted server serves both)."""
     import openai
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -74,9 +101,15 @@ def record_run(server: Any, path: Any, user: str, turns: list, tools: dict[str, 
     instrumentor = otel_agent_trace.AgentTraceInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
-        client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
         with otel_agent_trace.agent_run(name):
-            run_loop(client, user, tools, schemas=schemas, keep_last=keep_last, check_result=check_result)
+            if client == "anthropic":
+                import anthropic
+
+                claude = anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key="t", max_retries=0)
+                run_loop_anthropic(claude, user, tools, schemas=schemas)
+            else:
+                gpt = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+                run_loop(gpt, user, tools, schemas=schemas, keep_last=keep_last, check_result=check_result)
     except Exception:
         pass
     finally:

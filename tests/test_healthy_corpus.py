@@ -1,5 +1,5 @@
 """Quiet on healthy runs (issue 27 §4): a corpus of healthy runs, each recorded through the real
-openai client against the scripted server with our exporter, analysed by the CLI as a user runs
+openai client and the real anthropic client against the scripted server with our exporter, analysed by the CLI as a user runs
 it. Retries, fallbacks to another tool, pagination that ends on an empty page, optional lookups
 that find nothing, clarifying questions, values restated (a price rounded, a timestamp in words):
 none is `failed` or `suspect`. And failures shaped like them (`NOT_HEALTHY`) still are."""
@@ -298,17 +298,19 @@ def test_the_corpus_has_twenty_variants():
     assert len(CORPUS) >= 20
 
 
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
 @pytest.mark.parametrize("name", sorted(CORPUS))
-def test_a_healthy_run_is_neither_failed_nor_suspect(server, tmp_path, name):
+def test_a_healthy_run_is_neither_failed_nor_suspect(server, tmp_path, name, client):
     user, turns, tools = CORPUS[name]
-    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools()))["runs"]
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools(), client=client))["runs"]
     assert run["status"] == "ok", (run["status"], run["origin"], [(e["error_type"], e["reason"]) for e in run["errors"]])
     assert run["critical"] is None
 
 
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
 @pytest.mark.parametrize("name", sorted(NOT_HEALTHY))
-def test_a_failure_shaped_like_a_healthy_run_is_still_flagged(server, tmp_path, name):
+def test_a_failure_shaped_like_a_healthy_run_is_still_flagged(server, tmp_path, name, client):
     user, turns, tools = NOT_HEALTHY[name]
-    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools()))["runs"]
+    [run] = analyze_json(record_run(server, tmp_path / "t.jsonl", user, turns, tools(), client=client))["runs"]
     assert run["status"] in ("suspect", "failed"), (run["status"], run["errors"])
     assert run["errors"]
