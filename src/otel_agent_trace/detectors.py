@@ -666,6 +666,9 @@ class Received:
         return self._operands
 
 
+_TWELVE_HOUR = re.compile(r"(1[0-2]|0?[1-9]):([0-5]\d)")  # a time on a 12-hour clock
+
+
 def _in_a_date(key: str, dates: list[str], numbers: list[float] | None = None) -> bool:
     """A value that restates part of a known date or time: a number among its parts (2026 of
     `2026-11-02`), a date or time inside it (14:30 of `2026-02-11T14:30:00Z`); or a day computed
@@ -682,9 +685,6 @@ def _in_a_date(key: str, dates: list[str], numbers: list[float] | None = None) -
         afternoon = f"{(hour + 12) % 24:02d}:{clock.group(2)}"
         return any(text in date or afternoon in date for date in dates)
     return any(text in date for date in dates) or _date_after(text, dates, numbers or ())
-
-
-_TWELVE_HOUR = re.compile(r"(1[0-2]|0?[1-9]):([0-5]\d)")
 
 
 # a day: `2026-11-02`, `2026/11/02` (a time after it is left aside)
@@ -776,7 +776,7 @@ def fabricated_values(answer: str | None, known: set[str] | frozenset[str],
     return sorted(made_up)
 
 
-_SUFFIX_OF_EXPONENT = {"3": "k", "6": "M", "9": "bn"}
+_SUFFIX_OF_EXPONENT = {str(_MAGNITUDES[suffix]): suffix for suffix in _MAGNITUDE_SUFFIX.values()}
 # a code that is letters and a number (`GH-4521`, `A1001`, `#42`): the number names the same thing
 _CODE = re.compile(r"[A-Za-z]*[-_#]?0*(\d+)$")
 

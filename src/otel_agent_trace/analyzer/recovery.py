@@ -80,9 +80,17 @@ def _argument_values(span: Any) -> set[str]:
     return values
 
 
+def _no_error(benign: set[str], span_id: str, state: Any, flag: str, why: str) -> None:
+    """A failure that is no error of the run: kept as benign, flagged, and the reason said."""
+    benign.add(span_id)
+    state.flags.add(flag)
+    state.reason = (state.reason + "; " if state.reason else "") + why
+
+
 def worked_around(run: Run, graph: Graph, life: Any, failed: set[str]) -> tuple[list[tuple[str, str]], set[str]]:
-    """(fallback edges (later call, failed call), failures that are no error: iteration ends and
-    optional lookups), among `failed` (the run's failed tool calls no retry recovered)."""
+    """(fallback edges (later call, failed call), failures that are no error: iteration ends,
+    optional lookups, actions done and absences reported), among `failed` (the run's failed tool
+    calls no retry recovered)."""
     if not failed or life.grounded is False:
         return [], set()
     absent = bool(life.answer) and _ABSENT.search(life.answer) is not None
@@ -97,30 +105,22 @@ def worked_around(run: Run, graph: Graph, life: Any, failed: set[str]) -> tuple[
         if state is not None and state.error_type == _EMPTY:
             earlier = any(n == name and t.span_id not in origins for t, n in zip(tools[:i], names[:i]))
             if earlier:
-                benign.add(tool.span_id)
-                state.flags.add(ITERATION_END)
-                state.reason = (state.reason + "; " if state.reason else "") + \
-                    f"an empty result after {name} returned results: the end of the iteration, not an error"
+                _no_error(benign, tool.span_id, state, ITERATION_END,
+                          f"an empty result after {name} returned results: the end of the iteration, not an error")
                 continue
             if life.verifiable:
-                benign.add(tool.span_id)
-                state.flags.add(OPTIONAL_LOOKUP)
-                state.reason = (state.reason + "; " if state.reason else "") + \
-                    "an optional lookup that found nothing: the final answer rests on other results"
+                _no_error(benign, tool.span_id, state, OPTIONAL_LOOKUP,
+                          "an optional lookup that found nothing: the final answer rests on other results")
                 continue
             if _ACTION.match(name or ""):
-                benign.add(tool.span_id)
-                state.flags.add(ACTION_DONE)
-                state.reason = (state.reason + "; " if state.reason else "") + \
-                    f"{name} does something and returned nothing: its acknowledgment, not a missing result"
+                _no_error(benign, tool.span_id, state, ACTION_DONE,
+                          f"{name} does something and returned nothing: its acknowledgment, not a missing result")
                 continue
         if absent and state is not None and not any(t.span_id in failed for t in tools[i + 1:]) and (
                 state.error_type == _EMPTY or (state.error_type == _ERROR_RESULT and
                                                _NOT_FOUND.search(str(tool.attributes.get(GEN_AI_TOOL_CALL_RESULT) or "")))):
-            benign.add(tool.span_id)
-            state.flags.add(REPORTED_ABSENT)
-            state.reason = (state.reason + "; " if state.reason else "") + \
-                "nothing found, and the final answer says so: the agent reported what the data says"
+            _no_error(benign, tool.span_id, state, REPORTED_ABSENT,
+                      "nothing found, and the final answer says so: the agent reported what the data says")
             continue
         wanted = _argument_values(tool)
         if not wanted:
