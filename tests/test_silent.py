@@ -22,7 +22,10 @@ def server():
         yield s
 
 
-def test_answer_provenance_blames_the_step_that_called_the_tool(server, tmp_path):
+def test_answer_provenance_from_a_tool_result_blames_the_answer_that_states_it(server, tmp_path):
+    """A tool's result, read by the agent that called it: the call chose the tool and the tool the
+    value; the decision that stated it as the answer is the one a person checks (the reason says
+    where the value came from)."""
     path = record_run(server, tmp_path / "t.jsonl", "what does SKU-10 cost?", [
         call("get_customer", name="Ada"), call("get_price", sku="SKU-10"), {"content": "SKU-10 costs $42.50."}],
         {"get_customer": lambda name: {"id": "C-77"}, "get_price": lambda sku: {"sku": sku, "price": 42.5}})
@@ -31,9 +34,10 @@ def test_answer_provenance_blames_the_step_that_called_the_tool(server, tmp_path
     [run] = analyze_json(path, "--all-failed")["runs"]
     assert run["status"] == "failed"
     origin = run["origin"]
-    assert origin["error_type"] == "answer_provenance" and origin["step_index"] == 1  # the get_price call's step
+    assert origin["error_type"] == "answer_provenance" and origin["step_index"] == 2  # the answer's step
     [entry] = [e for e in run["errors"] if e["span_id"] == origin["span_id"]]
-    assert entry["suspicion"] is True and "42.5" in entry["reason"] and "get_price" in entry["reason"]
+    assert entry["suspicion"] is True and "42.5" in entry["reason"] and "get_price (called at agent_step 1)" in \
+        entry["reason"] and entry["reason"].endswith("agent_step 2 states it as the answer")
     assert entry["located_at"] == [origin["span_id"]]
     assert entry["agent"] == "agent" and origin["agent"] == "agent"
 
@@ -265,3 +269,75 @@ def test_a_value_in_an_address_is_not_made_up(tmp_path):
     [run] = analyze_json(path, "--all-failed")["runs"]
     assert not any("&lq" in e["reason"] or "ghacc" in e["reason"] for e in run["errors"])
     assert not any(e["agent"] == "WebSurfer" and "states" in e["reason"] for e in run["errors"])
+
+
+@pytest.mark.parametrize("arguments, made_up", [
+    ('{"order_id": "A1020"}', ["A1020"]),  # an id the run never saw
+    ('{"to": "ana@exmple.com", "body": "your receipt"}', ["ana@exmple.com"]),  # an address it is sent to
+    ('{"order_id": "A1002"}', []),  # the task's own id
+    ('{"code": "x = 4117\\nprint(x * 2)"}', []),  # code: what it computes is the model's, read elsewhere
+    ('{"q": "ridership of line 4117 in May 2019"}', []),  # a query of many words is text it composed
+    ('{"url": "https://example.test/p/4117"}', []),  # an address it visits names a page, no fact
+    ('{"items": [{"sku": "SKU-9", "qty": 7}]}', ["SKU-9"]),  # nested values are values too (7: too short to tell)
+])
+def test_a_calls_made_up_argument(arguments, made_up):
+    known = detectors.distinctive_values("what is the status of order A1002?")
+    assert silent._made_up_arguments(arguments, set(known), detectors.Received([])) == made_up
+
+
+def test_a_call_with_a_value_never_seen_is_charged_to_the_step_that_made_it(server, tmp_path):
+    path = record_run(server, tmp_path / "t.jsonl", "who leads my team? I am user U-1", [
+        call("get_user", user_id="U-1"), call("get_team", team_id="T-40"), {"content": "Your team lead is Bo Chen."}],
+        {"get_user": lambda user_id: {"id": user_id, "team": "T-4"},
+         "get_team": lambda team_id: {"team": team_id, "lead": "Bo Chen"}})
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    assert run["origin"]["step_index"] == 1 and run["origin"]["error_type"] == "fabricated_value"
+    [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
+    assert entry["reason"] == ("agent_step 1 called get_team with T-40, which no earlier input, instruction or result "
+                               "contained") and run["bug_class"] == "model_decision"
+
+
+@pytest.mark.parametrize("expected, text, held", [
+    (108, '{"subtotal": 100.0, "total": 108.0}', True),
+    ("$108.00", '{"total": 108.0}', True),
+    ("2026-11-03", '{"ordered": "2026-11-01", "shipped": "2026-11-03"}', True),
+    ("Ida Moe", '{"lead": "Ida Moe"}', True),
+    ("Ida Moe", '{"lead": "Idamoe"}', False),
+    (["Ida Moe", "I. Moe"], "lead: I. Moe", True),
+    (108, '{"total": 1080}', False),
+])
+def test_a_text_holds_the_expected_answer(expected, text, held):
+    from otel_agent_trace import answers
+
+    assert answers.holds(expected, text) is held
+
+
+def _dropped(expected, turns, task="What is the mean order value?"):
+    from otel_agent_trace.analyzer.expected import Expectation
+    from otel_agent_trace.analyzer.spans import Span
+
+    sequence, last_code = [], None
+    for i, (agent, text, observation) in enumerate(turns):
+        span = Span("t", f"{i:016x}", None, f"chat {agent}", i, i + 1)
+        turn = silent.Turn(span, agent, text, observation, last_code if observation else None, i)
+        if not observation:
+            last_code = turn
+        sequence.append(turn)
+    return silent.answer_dropped(sequence, task, Expectation(expected))
+
+
+def test_an_expected_answer_a_result_held_and_the_answer_dropped():
+    run = [("Analyst", "```python\nprint(orders['value'].mean())\n```", False),
+           ("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 73.25", True),
+           ("Analyst", "The mean order value is **72.5**. TERMINATE", False)]
+    [found] = _dropped(73.25, run)
+    assert found.agent == "Analyst" and found.span.name == "chat Analyst" and found.span.start_ns == 2
+    assert found.reason == ('the expected answer 73.25 came back in the result of chat Computer_terminal; '
+                            'chat Analyst, which read it, answers otherwise') and found.bug_class == "model_decision"
+    # not when the answer is too short to tell from chance, or the task names it (a choice)
+    assert _dropped(3, [*run[:1], (run[1][0], "Code output: 3 rows, 73.25", True), run[2]]) == []
+    assert _dropped(73.25, run, task="Is the mean 73.25 or 72.5?") == []
+    # not when another agent stated it in the chat (a claim the others may doubt), nor when a
+    # decision goes on after the result (it may use the value later)
+    assert _dropped(73.25, [("Planner", "I think it is 73.25.", False), run[2]]) == []
+    assert _dropped(73.25, [*run[:2], ("Analyst", "Let me check the outliers first.", False), run[2]]) == []

@@ -115,6 +115,17 @@ def compare(expected: Any, got: Any, how: str = "auto", tolerance: float | None 
     return Verdict(ok, used, shown, shown_got)
 
 
+def holds(expected: Any, text: Any, how: str = "auto", tolerance: float | None = None) -> bool:
+    """Whether a text holds the expected answer anywhere (any of a list): a number as `number`
+    reads it, a text as `contains` does, a pattern as `regex` does. What the analyzer asks of
+    the texts a run received (`analyzer/silent.py`, `answer_dropped`); the final answer itself is
+    judged by `compare`."""
+    values = expected if isinstance(expected, list) else [expected]
+    way = "contains" if how == "text" else how
+    return text is not None and any(_one(value, text, "contains" if way == "auto" and as_number(value) is None
+                                         else way, tolerance)[0] for value in values)
+
+
 def _one(expected: Any, got: Any, how: str, tolerance: float | None) -> tuple[bool, str]:
     way = how
     if way == "auto":

@@ -48,6 +48,7 @@ BUG_CLASS_OF_ERROR = {
     "error_in_text": None,
     "contradicted_result": "model_decision",
     "assumed_fact": "model_decision",
+    "answer_dropped": "model_decision",
     ErrorType.CONTEXT_DROPPED.value: "prompt",
     ErrorType.TRUNCATED_OUTPUT.value: "prompt",
 }

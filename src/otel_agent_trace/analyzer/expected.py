@@ -124,7 +124,8 @@ class ExpectedAnswers(verdicts.VerdictSource):
         result = answers.compare(wanted.answer, final_answer(run), wanted.how, wanted.tolerance)
         if result.ok:
             return []
-        return [verdicts.Verdict(WRONG_ANSWER, f"wrong answer: {result.evidence} ({result.how} match)")]
+        return [verdicts.Verdict(WRONG_ANSWER, f"wrong answer: {result.evidence} ({result.how} match)",
+                                 expected=wanted)]
 
 
 def task_id(run: Run) -> str | None:

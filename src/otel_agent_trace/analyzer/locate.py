@@ -167,7 +167,8 @@ def locate(run: Run, rules: list[Rule] | None = None, delegated: dict[str, str] 
         suspects = [critical.span_id]
     roots = [s for s in suspects if not (_upstream(graph, life, s, live_ids) & (set(suspects) - {s}))]
     if not roots:
-        if not _suspect_silent(finding, run, life, critical):
+        expected = next((v.expected for v in known if v.expected is not None), None)
+        if not _suspect_silent(finding, run, life, critical, expected):
             _suspect_final_step(finding, run, graph, life, critical)
         return finding
     cands = []
@@ -251,11 +252,12 @@ def acting_steps(run: Run) -> list[Span]:
     return nested if nested else list(run.steps)
 
 
-def _suspect_silent(finding: Finding, run: Run, life: Lifecycle, critical: Span) -> bool:
+def _suspect_silent(finding: Finding, run: Run, life: Lifecycle, critical: Span, expected: Any = None) -> bool:
     """A failed run with no proven origin: the places `silent.suspicions` reads in its text, as
     suspected origins (flag `suspicion`, listed in `errors[]`), the first one the run's origin.
-    False when the text names none."""
-    found = silent.suspicions(run)
+    `expected`: the answer the run should have given, when a verdict knows it. False when the
+    text names none."""
+    found = silent.suspicions(run, expected)
     if not found:
         return False
     total = sum(s.score for s in found)

@@ -23,10 +23,12 @@ logs is said there too.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from otel_agent_trace import detectors
+from otel_agent_trace import answers, detectors
 from otel_agent_trace.analyzer.lifecycle.answers import FINAL_ANSWER_TOOL
 from otel_agent_trace.analyzer.normalize.conventions import facts_of
 from otel_agent_trace.analyzer.runs import Run
@@ -51,11 +53,14 @@ MADE_UP_VALUE = ErrorType.FABRICATED_VALUE.value
 ERROR_IN_TEXT = "error_in_text"
 CONTRADICTED_RESULT = "contradicted_result"
 ASSUMED_FACT = "assumed_fact"
+ANSWER_DROPPED = "answer_dropped"
 MAX_SUSPICIONS = 3
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
 _PROVENANCE_SCORE = {3: 0.9, 2: 0.8, 1: 0.5, 0: 0.4}
 # a value a browsing agent states that no input the trace shows contained (`made_up_value`)
 _BROWSING_MADE_UP_SCORE = 0.45
+# an argument value of more words than this is text the model composed (a query, a message), not a value it chose
+_ARGUMENT_WORDS = 3
 
 _INPUT_KEYS = ("input.value", GEN_AI_INPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS)
 # a turn that only ends the conversation (AG2's TERMINATE, and the like): no answer in it
@@ -344,9 +349,13 @@ def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
     key, turn = max(((k, t) for k, t in first.items() if values[k][1] == strongest), key=lambda kv: kv[1].index)
     blamed = turn.blamed
     source = f"the result of {turn.span.name} (called at {blamed.span.name})" if turn.observation else turn.span.name
-    return [Suspicion(blamed.span, blamed.agent, ANSWER_PROVENANCE,
-                      f"the final answer's value {values[key][0]!r} first appears in {source}",
-                      _PROVENANCE_SCORE[strongest],
+    reason = f"the final answer's value {values[key][0]!r} first appears in {source}"
+    if turn.observation and turn.span.attributes.get(GEN_AI_TOOL_CALL_RESULT) is not None and answer.agent == blamed.agent:
+        # a tool's result, read by the agent that called it: the call chose the tool, the tool chose the
+        # value, and the answer chose to state it; a decision is at fault only in the answer
+        blamed = answer
+        reason += f"; {answer.span.name} states it as the answer"
+    return [Suspicion(blamed.span, blamed.agent, ANSWER_PROVENANCE, reason, _PROVENANCE_SCORE[strongest],
                       seen_at=turn.span if turn is not blamed else None)]
 
 
@@ -375,12 +384,50 @@ def made_up_value(sequence: list[Turn], task: str) -> list[Suspicion]:
                     _BROWSING_MADE_UP_SCORE if unseen else 0.95, bug_class="model_decision"))
                 if not unseen:
                     return found
-        known |= detectors.distinctive_values(turn.text)
-        said.add(turn.text)
         arguments = turn.span.attributes.get(GEN_AI_TOOL_CALL_ARGUMENTS)
         if isinstance(arguments, str):
+            made_up = _made_up_arguments(arguments, known, said) if turn.observation and turn.caller else []
+            if made_up and turn.caller.agent not in browsing:
+                caller = turn.caller
+                found.append(Suspicion(
+                    caller.span, caller.agent, MADE_UP_VALUE,
+                    f"{caller.span.name} called {_tool_of(turn.span)} with {', '.join(made_up[:3])}, which no earlier "
+                    "input, instruction or result contained", 0.95, bug_class="model_decision", seen_at=turn.span))
+                return found
             known |= detectors.distinctive_values(arguments)
+        known |= detectors.distinctive_values(turn.text)
+        said.add(turn.text)
     return found
+
+
+def _made_up_arguments(arguments: str, known: set[str], said: detectors.Received) -> list[str]:
+    """The values of a call's arguments that no earlier input contained (`made_up_value`): its
+    short scalar values only; code or a text the model composed (a message body, a query of many
+    words) is left aside, as code is in a turn's text."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return []
+    leaves: list[str] = []
+    stack = [parsed]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            leaves.append(str(value))
+        elif isinstance(value, str) and "\n" not in value and len(value.split()) <= _ARGUMENT_WORDS:
+            leaves.append(value)
+    if not leaves:
+        return []
+    return [v for v in detectors.fabricated_values("\n".join(leaves), known, said)
+            if _stated_value(v) or ("@" in v and "/" not in v)]  # (an address the call is sent to is chosen too)
+
+
+def _tool_of(span: Span) -> str:
+    return str(span.attributes.get(GEN_AI_TOOL_NAME) or span.name.removeprefix("execute_tool "))
 
 
 def _stated_value(value: str) -> bool:
@@ -463,6 +510,51 @@ def contradicted_result(sequence: list[Turn]) -> list[Suspicion]:
     return []
 
 
+def answer_dropped(sequence: list[Turn], task: str, expected: Any) -> list[Suspicion]:
+    """The answer the run should have given (`expected`, an `analyzer/expected.Expectation`)
+    came back in the result of a call, and the next decision of the agent that made the call is
+    the final answer, which states another: the run had the right value and answered otherwise.
+    (A decision that goes on may use the value later, or rightly doubt it.) Only a result counts: a value another agent stated in a group chat is a claim the others
+    may rightly doubt (on Who&When, such turns were not where the mistake was). Nothing when the
+    task itself names the answer (a choice among options), or when the answer is too short to
+    tell from chance (`_telling`)."""
+    if expected is None or not _telling(expected.answer):
+        return []
+
+    def held(text: str) -> bool:
+        return answers.holds(expected.answer, text, expected.how, expected.tolerance)
+
+    final = final_answer(sequence)
+    if final is None or held(task):
+        return []
+    for turn in sequence[:final.index]:
+        if not turn.observation or turn.caller is None or not turn.text or not held(turn.text):
+            continue
+        reader = next((t for t in sequence[turn.index + 1:final.index + 1]
+                       if not t.observation and t.agent == turn.caller.agent), None)
+        if reader is not final:
+            continue  # (a decision that goes on may use the value later, or rightly doubt it)
+        shown = answers.compare(expected.answer, None, expected.how).expected
+        return [Suspicion(reader.span, reader.agent, ANSWER_DROPPED,
+                          f"the expected answer {shown} came back in the result of {turn.span.name}; "
+                          f"{reader.span.name}, which read it, answers otherwise", 1.0, bug_class="model_decision",
+                          seen_at=turn.span)]
+    return []
+
+
+def _telling(answer: Any) -> bool:
+    """An expected answer whose presence in a text is not chance: a number of two digits or a
+    fraction, a text of four characters or more (any one of a list)."""
+    for value in answer if isinstance(answer, list) else [answer]:
+        number = answers.as_number(value)
+        if number is not None:
+            if abs(number) >= 10 or number != int(number):
+                return True
+        elif len(answers.normalise(value)) >= 4:
+            return True
+    return False
+
+
 def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
     """The first turn (after the one that opened the run) that says it proceeds on an assumption,
     a simulation or placeholder data instead of what it should have obtained."""
@@ -478,14 +570,16 @@ def assumed_fact(sequence: list[Turn], task: str) -> list[Suspicion]:
     return []
 
 
-def suspicions(run: Run) -> list[Suspicion]:
+def suspicions(run: Run, expected: Any = None) -> list[Suspicion]:
     """The places most likely to hold a failed run's decisive mistake, best first (at most
-    `MAX_SUSPICIONS`, one per place: a place several signals name gathers their reasons)."""
+    `MAX_SUSPICIONS`, one per place: a place several signals name gathers their reasons).
+    `expected`: the answer the run should have given, when a verdict knows it (`answer_dropped`)."""
     sequence = turns(run)
     if not sequence:
         return []
     task = task_text(run)
-    found = [*assumed_fact(sequence, task), *answer_provenance(sequence, task), *error_in_text(sequence),
+    found = [*answer_dropped(sequence, task, expected), *assumed_fact(sequence, task),
+             *answer_provenance(sequence, task), *error_in_text(sequence),
              *contradicted_result(sequence), *made_up_value(sequence, task)]
     merged: dict[str, Suspicion] = {}
     for s in found:

@@ -44,6 +44,7 @@ class Verdict:
     error_type: str
     evidence: str
     span_id: str | None = None
+    expected: Any = None  # the expected answer (`analyze --expected`: an `expected.Expectation`), when one is known
 
 
 @dataclass
