@@ -2,7 +2,7 @@
 Algorithm-Generated subset (126 failed multi-agent logs), as converted in
 /work/shared/benchmarks/whowhen-ag (its README says how to score).
 
-    python bench/bench_whowhen.py [--dir /work/shared/benchmarks/whowhen-ag] [--json out.json]
+    python bench/bench_whowhen.py [--dir /work/shared/benchmarks/whowhen-ag] [--json out.json] [--expected]
                                   [--report r.json] [--smoke]
 
 The analyzer runs as a user runs it (`otel-agent-trace analyze traces.jsonl.gz --all-failed
@@ -18,6 +18,9 @@ off by at most one; agent accuracy: its `gen_ai.agent.name` equals `gold.mistake
 lower-cased with parenthesised text and non-letters dropped (the JSON's own `agent` of the place
 is scored too: it must name the same agent). Recall of the short list: the gold step is among the
 places; and how many places the report names.
+
+`--expected`: the CLI is also told each task's answer (`--expected`, a file of labels.jsonl's
+`task_answer` keyed by trace id), as the README allows: the paper's with-ground-truth setting.
 
 `--smoke`: the first few traces only, and the report's shape asserted (every run failed, places
 named, each with its agent): what the test suite runs.
@@ -83,6 +86,15 @@ def report_of(traces: str, extra: list[str] | None = None) -> dict[str, Any]:
                         "--format", "json", "-o", out, *(extra or [])], check=True)
         with open(out, encoding="utf-8") as handle:
             return json.load(handle)
+
+
+def expected_file(labels: list[dict[str, Any]], tmp: str) -> str:
+    """`--expected`'s file: each trace's task answer, keyed by trace id (what an eval harness knows)."""
+    path = os.path.join(tmp, "expected.jsonl")
+    with open(path, "w", encoding="utf-8") as out:
+        for lab in labels:
+            out.write(json.dumps({"trace_id": lab["trace_id"], "answer": lab["task_answer"]}) + "\n")
+    return path
 
 
 def places(run: dict[str, Any]) -> list[tuple[str, str | None]]:
@@ -188,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--report", help="score this JSON report instead of running the CLI")
     ap.add_argument("--smoke", action="store_true", help=f"the first {SMOKE_TRACES} traces, the report's shape asserted")
+    ap.add_argument("--expected", action="store_true",
+                    help="also tell the analyzer each task's answer (`--expected`, from labels.jsonl's task_answer: "
+                         "the paper's with-ground-truth setting)")
     args = ap.parse_args(argv)
     with gzip.open(os.path.join(args.dir, "traces.jsonl.gz"), "rt", encoding="utf-8") as handle:
         lines = handle.readlines()
@@ -205,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.report, encoding="utf-8") as handle:
                 report = json.load(handle)
         else:
-            report = report_of(traces)
+            report = report_of(traces, ["--expected", expected_file(labels, tmp)] if args.expected else None)
     if args.smoke:
         check_shape(report, labels)
     ours = score(report, labels, steps)
@@ -216,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(r['status'] == 'failed' for r in report['runs'])} failed; a place named in {ours['with_a_place']}")
     print("| method | step accuracy | within one step | agent accuracy | gold step among places | places per log |")
     print("|---|---|---|---|---|---|")
-    print(f"| **analyze --all-failed (no judge)** | {pct(ours['step'], n)} | {pct(ours['within_one'], n)} | "
+    told = " --expected" if args.expected else ""
+    print(f"| **analyze --all-failed{told} (no judge)** | {pct(ours['step'], n)} | {pct(ours['within_one'], n)} | "
           f"{pct(ours['agent'], n)} | {pct(ours['gold_among_places'], n)} | {ours['mean_places']:.2f} |")
     for name, s, w, a in README_BASELINES:
         mine = base.get(name)

@@ -89,6 +89,15 @@ def test_judge_whowhen_smoke():
     assert all(re.search(rf"^{name}\s+[\d.]+% \(\d/6\)", out, re.M) for name in ("no judge", "all-at-once", "binary-search"))
 
 
+def test_silent_smoke():
+    """The silent-failure corpus (every fourth case, the openai client) through `analyze --expected`:
+    one row per kind of mistake and the total, every run failed."""
+    out = smoke("bench_silent.py").stdout
+    assert out.startswith("silent-failure corpus: 6 cases x 1 clients = 6 runs")
+    rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "/" in ln.split("|")[2]]
+    assert len(rows) == 5 and rows[-1].startswith("| **all** | 6/6 |"), out
+
+
 def test_dask_smoke():
     """`analyze --engine dask` (1 and 2 workers) gives the local engine's report byte for byte."""
     out = smoke("bench_dask.py").stdout
