@@ -341,3 +341,67 @@ def test_an_expected_answer_a_result_held_and_the_answer_dropped():
     # decision goes on after the result (it may use the value later)
     assert _dropped(73.25, [("Planner", "I think it is 73.25.", False), run[2]]) == []
     assert _dropped(73.25, [*run[:2], ("Analyst", "Let me check the outliers first.", False), run[2]]) == []
+
+
+@pytest.mark.parametrize("tool, forms", [
+    ("send_email", ["sent", "emailed"]), ("book_slot", ["booked"]), ("cancelOrder", ["cancelled", "canceled"]),
+    ("pay_invoice", ["paid"]), ("notify_customer", ["notified"]), ("archive_note", ["archived"]),
+    ("create_ticket", ["created"]),
+])
+def test_how_an_answer_says_a_tools_action_is_done(tool, forms):
+    assert silent._done_forms(tool) == forms
+
+
+@pytest.mark.parametrize("answer, claimed", [
+    ("Order A1 is refunded and the customer has been emailed.", True),
+    ("Done: I sent the receipt to the customer. Anything else?", True),
+    ("Order A1 is refunded; the customer has not been emailed yet.", False),
+    ("Order A1 is refunded. I was unable to reach the mail service, so nothing was sent.", False),
+    ("Order A1 is refunded; the customer will be emailed once the refund clears.", False),
+    ("Order A1 is refunded.", False),
+])
+def test_an_action_the_answer_claims_that_no_tool_did(server, tmp_path, answer, claimed):
+    path = record_run(server, tmp_path / "t.jsonl", "refund order A1 and email the customer", [
+        call("refund_order", order_id="A1"), {"content": answer}],
+        {"refund_order": lambda order_id: {"order": order_id, "refunded": 25.0},
+         "send_email": lambda to, body: {"sent": True}})
+    [run] = analyze_json(path, "--all-failed")["runs"]
+    found = [e for e in run["errors"] if "the tool that does it, was never called" in e["reason"]]
+    assert bool(found) is claimed, run["errors"]
+    if claimed:
+        assert "but send_email, the tool that does it, was never called" in found[0]["reason"]
+        assert found[0]["step_index"] == 1 and found[0]["bug_class"] == "model_decision"
+    [quiet] = analyze_json(path)["runs"]
+    assert quiet["status"] == "ok"  # a suspicion only where the run is known to have failed
+
+
+@pytest.mark.parametrize("result, more", [
+    ('{"tickets": ["T1"], "next_page": 2}', "next_page: 2"),
+    ('{"members": ["Ann"], "has_more": true, "next_cursor": "c2"}', 'has_more: true'),
+    ('{"data": {"items": [1], "nextPageToken": "x9"}}', 'nextPageToken: "x9"'),
+    ('{"tickets": ["T4"], "next_page": null}', None),  # the last page
+    ('{"has_more": false, "items": []}', None),
+    ('{"text": "read the next chapter"}', None),  # a word in the data, no field
+    ("next page: 2", None),  # not JSON
+])
+def test_a_result_that_announces_more(result, more):
+    assert silent._more_announced(result) == more
+
+
+def test_a_page_announced_and_never_fetched(server, tmp_path):
+    pages = {1: {"tickets": ["T1", "T2", "T3"], "next_page": 2}, 2: {"tickets": ["T4"], "next_page": None}}
+    tools = {"list_tickets": lambda status, page=1: pages[page]}
+    stopped = record_run(server, tmp_path / "stopped.jsonl", "how many open tickets are there?", [
+        call("list_tickets", status="open", page=1), {"content": "There are 3 open tickets."}], tools)
+    [run] = analyze_json(stopped, "--all-failed")["runs"]
+    assert run["origin"]["step_index"] == 1 and run["origin"]["error_type"] == "unread_page"
+    assert run["bug_class"] == "model_decision"
+    assert any(e["reason"].startswith("the result of execute_tool list_tickets announces more (next_page: 2), which "
+                                      "no later call asked for; agent_step 1, which read it, went on without it")
+               for e in run["errors"])
+    # the same wrong count after both pages: the announcement was followed, another signal speaks
+    both = record_run(server, tmp_path / "both.jsonl", "how many open tickets are there?", [
+        call("list_tickets", status="open", page=1), call("list_tickets", status="open", page=2),
+        {"content": "There are 3 open tickets."}], tools)
+    [run] = analyze_json(both, "--all-failed")["runs"]
+    assert not any("announces more" in e["reason"] for e in run["errors"])

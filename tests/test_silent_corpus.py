@@ -17,11 +17,10 @@ NAMED_FIRST = {
     "an email address mistyped in the second call", "a slot that was not offered", "the wrong team looked up",
     "stopped after the first page", "a cursor left unread", "the subtotal given as the total",
     "Celsius read as Fahrenheit", "a price before the discount", "the order date given as the ship date",
-    "the dearer item called cheaper",
+    "the dearer item called cheaper", "an email claimed but never sent",
 }
-# no place at all: the quantity is 3 x 10 (a product the rules allow), and nothing in the run
-# says it should have emailed (no call, no result)
-NOTHING_NAMED = {"ten times the quantity ordered", "an email claimed but never sent"}
+# no place at all: the quantity is 3 x 10, a product the arithmetic rules allow
+NOTHING_NAMED = {"ten times the quantity ordered"}
 
 
 @pytest.fixture(scope="module", params=["openai", "anthropic"])
@@ -56,6 +55,9 @@ def test_each_place_says_why(runs):
     assert dropped["origin"]["error_type"] == "answer_dropped" and dropped["bug_class"] == "model_decision"
     assert _reason(dropped).startswith('the expected answer "$108.00" came back in the result of execute_tool '
                                        "get_invoice; agent_step 1, which read it, answers otherwise")
+    assert _reason(runs["an email claimed but never sent"]) == (
+        "agent_step 1 says 'Order A1 is refunded and the customer has been emailed.', but send_email, the tool "
+        "that does it, was never called")
     celsius = _reason(runs["Celsius read as Fahrenheit"])
     assert "'22' first appears in the result of execute_tool get_weather" in celsius
     assert celsius.endswith("agent_step 1 states it as the answer")

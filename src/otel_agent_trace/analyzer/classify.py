@@ -49,6 +49,8 @@ BUG_CLASS_OF_ERROR = {
     "contradicted_result": "model_decision",
     "assumed_fact": "model_decision",
     "answer_dropped": "model_decision",
+    "claimed_action": "model_decision",
+    "unread_page": "model_decision",
     ErrorType.CONTEXT_DROPPED.value: "prompt",
     ErrorType.TRUNCATED_OUTPUT.value: "prompt",
 }

@@ -14,7 +14,7 @@ recovered:
   **optional lookup that found nothing**: an empty result, when the run's final answer rests
   entirely on other results (`Lifecycle.verifiable`: every distinctive value of the answer is in a
   tool result). And an **action that returns nothing** (`archive_note(...) -> null`: a tool whose
-  name starts with a verb that does something, `_ACTION`), which is its acknowledgment, not a
+  name starts with a verb that does something, `ACTION_TOOL`), which is its acknowledgment, not a
   missing result. None is an error: the state is `recovered`, flagged `iteration_end`,
   `optional_lookup` or `action_done`. (A *lookup* that returned nothing, followed by an answer
   whose values all come from the task, "Order A9999 shipped yesterday", stays an error.)
@@ -48,7 +48,7 @@ OPTIONAL_LOOKUP = "optional_lookup"
 REPORTED_ABSENT = "reported_absent"
 ACTION_DONE = "action_done"
 # a tool that does something (its name's first word): its empty result acknowledges it
-_ACTION = re.compile(r"(?i)^(?:archive|delete|remove|send|update|set|create|add|cancel|close|mark|move|post|save|"
+ACTION_TOOL = re.compile(r"(?i)^(?:archive|delete|remove|send|update|set|create|add|cancel|close|mark|move|post|save|"
                      r"write|upload|notify|submit|approve|assign|enable|disable|start|stop|restart|schedule|book|"
                      r"reset|clear|rename|tag|label|publish|deploy|merge|commit|push|pay|refund|transfer|invite|share|"
                      r"subscribe|unsubscribe|insert|put|patch|register|store|sync|lock|unlock|reply|forward|"
@@ -112,7 +112,7 @@ def worked_around(run: Run, graph: Graph, life: Any, failed: set[str]) -> tuple[
                 _no_error(benign, tool.span_id, state, OPTIONAL_LOOKUP,
                           "an optional lookup that found nothing: the final answer rests on other results")
                 continue
-            if _ACTION.match(name or ""):
+            if ACTION_TOOL.match(name or ""):
                 _no_error(benign, tool.span_id, state, ACTION_DONE,
                           f"{name} does something and returned nothing: its acknowledgment, not a missing result")
                 continue
