@@ -13,6 +13,7 @@ from scenario_agent import analyze_json, call, record_run
 
 from otel_agent_trace import detectors
 from otel_agent_trace.analyzer import silent
+from otel_agent_trace.analyzer.silent import answer, conversation, failures, values, work
 from otel_agent_trace.scripted_servers.scripted_openai import ScriptedOpenAIServer
 
 
@@ -169,7 +170,7 @@ def test_magentic_ones_terminal_output_is_an_execution_result(tmp_path):
     assert run["origin"]["error_type"] == "error_in_text" and run["origin"]["agent"] == "Coder"
     [entry] = [e for e in run["errors"] if e["span_id"] == run["origin"]["span_id"]]
     assert "exit code 1" in entry["reason"]
-    assert silent._NO_CODE.match("No code block detected in the messages. Please provide a markdown-encoded code block")
+    assert conversation.NO_CODE.match("No code block detected in the messages. Please provide a markdown-encoded code block")
 
 
 def test_a_script_that_exited_0_printed_data_not_an_error(tmp_path):
@@ -179,12 +180,12 @@ def test_a_script_that_exited_0_printed_data_not_an_error(tmp_path):
         return silent.Turn(None, "ComputerTerminal", "The script ran, then exited with Unix exit code: 0\n"
                            "Its output was:\n" + output, observation=True)
     data = terminal("Oldest Issue Title: BUG: deep copying polybase broken\nBody: AttributeError: 'X' has no 'copy'")
-    assert silent._failed_observation(data) is None and silent._succeeded(data)
+    assert failures.failed_observation(data) is None and failures.succeeded(data)
     caught = terminal("Error: FileNotFoundError: penguins.csv\n")
-    assert silent._failed_observation(caught) == "its output reports an error" and not silent._succeeded(caught)
+    assert failures.failed_observation(caught) == "its output reports an error" and not failures.succeeded(caught)
     ag2 = silent.Turn(None, "Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: Traceback (most "
                       "recent call last):\n  File x\nKeyError: 'a'", observation=True)
-    assert silent._failed_observation(ag2) == "its output reports an error"
+    assert failures.failed_observation(ag2) == "its output reports an error"
 
 
 def test_what_a_turn_states_leaves_out_addresses_harness_output_and_page_dumps():
@@ -282,7 +283,7 @@ def test_a_value_in_an_address_is_not_made_up(tmp_path):
 ])
 def test_a_calls_made_up_argument(arguments, made_up):
     known = detectors.distinctive_values("what is the status of order A1002?")
-    assert silent._made_up_arguments(arguments, set(known), detectors.Received([])) == made_up
+    assert values._made_up_arguments(arguments, set(known), detectors.Received([])) == made_up
 
 
 def test_a_call_with_a_value_never_seen_is_charged_to_the_step_that_made_it(server, tmp_path):
@@ -323,7 +324,7 @@ def _dropped(expected, turns, task="What is the mean order value?"):
         if not observation:
             last_code = turn
         sequence.append(turn)
-    return silent.answer_dropped(sequence, task, Expectation(expected))
+    return answer.answer_dropped(sequence, task, Expectation(expected))
 
 
 def test_an_expected_answer_a_result_held_and_the_answer_dropped():
@@ -349,7 +350,7 @@ def test_an_expected_answer_a_result_held_and_the_answer_dropped():
     ("create_ticket", ["created"]),
 ])
 def test_how_an_answer_says_a_tools_action_is_done(tool, forms):
-    assert silent._done_forms(tool) == forms
+    assert work._done_forms(tool) == forms
 
 
 @pytest.mark.parametrize("answer, claimed", [
@@ -385,7 +386,7 @@ def test_an_action_the_answer_claims_that_no_tool_did(server, tmp_path, answer, 
     ("next page: 2", None),  # not JSON
 ])
 def test_a_result_that_announces_more(result, more):
-    assert silent._more_announced(result) == more
+    assert work._more_announced(result) == more
 
 
 def test_a_page_announced_and_never_fetched(server, tmp_path):

@@ -118,7 +118,7 @@ def compare(expected: Any, got: Any, how: str = "auto", tolerance: float | None 
 def holds(expected: Any, text: Any, how: str = "auto", tolerance: float | None = None) -> bool:
     """Whether a text holds the expected answer anywhere (any of a list): a number as `number`
     reads it, a text as `contains` does, a pattern as `regex` does. What the analyzer asks of
-    the texts a run received (`analyzer/silent.py`, `answer_dropped`); the final answer itself is
+    the texts a run received (`analyzer/silent/answer.py`, `answer_dropped`); the final answer itself is
     judged by `compare`."""
     values = expected if isinstance(expected, list) else [expected]
     way = "contains" if how == "text" else how

@@ -43,7 +43,7 @@ BUG_CLASS_OF_ERROR = {
     UNSUPPORTED_ANSWER: "model_decision",
     DEGENERATE_VALUE: "tool",
     ErrorType.FINAL_ANSWER_INVALID.value: "model_decision",
-    # suspicions read from a failed run's text (silent.py): a class only where the evidence shows one
+    # suspicions read from a failed run's text (analyzer/silent/): a class only where the evidence shows one
     "answer_provenance": None,
     "error_in_text": None,
     "contradicted_result": "model_decision",

@@ -92,7 +92,7 @@ class Finding:
     answer_suspect: bool = False
     # the sub-agent the origin is in, when the failure was followed across agents (delegation.py)
     origin_agent: str | None = None
-    # a failed run without a proven origin: the places its text suggests, best first (silent.py)
+    # a failed run without a proven origin: the places its text suggests, best first (analyzer/silent/)
     silent: list[Any] = field(default_factory=list)
 
 

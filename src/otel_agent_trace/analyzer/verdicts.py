@@ -11,7 +11,7 @@ critical-failure rules fire:
   error type unless it already has one;
 * the rule of the verdict's source (a `VerdictSource` is a critical-failure rule matching those
   error types) then fires on it, so the run is `failed`, and the origin is searched from there as
-  for any failure: a proven error upstream, else the suspicions of `analyzer/silent.py`.
+  for any failure: a proven error upstream, else the suspicions of `analyzer/silent/`.
 
 Sources (`VerdictSource`), given to the analysis with the critical-failure rules (they are rules):
 `AllFailed` (`analyze --all-failed`: every run in the input failed). A source decides per run;
