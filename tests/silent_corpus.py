@@ -31,6 +31,7 @@ class Case:
     gold_step: int
     bug_class: str
     kind: str  # which of `KINDS` the mistake is
+    held_out: bool = False  # written after the signals were, and run once: the check that they generalise
 
 
 # the kinds of mistake, as the bench groups them
@@ -173,7 +174,87 @@ def _corpus() -> dict[str, Case]:
     }
 
 
-CORPUS = _corpus()
+def _held_out() -> dict[str, Case]:
+    """Cases written after this corpus's signals were built (seventeenth session), and scored as
+    they came: the check that the signals hold on cases they were not made for."""
+    md = "model_decision"
+    return {
+        "a flight number mistyped": Case(
+            "what is the status of flight LH 455 on 2026-12-09?",
+            [call("flight_status", flight="LH545", date="2026-12-09"), {"content": "LH 455 is delayed."}],
+            lambda: {"flight_status": lambda flight, date: {"flight": flight, "status": "delayed"}},
+            "on time", 0, md, CALLED, True),
+        "an average taken over two of three readings": Case(
+            "what is the average reading of sensor S-4?",
+            [call("get_readings", sensor="S-4"), {"content": "The average reading of S-4 is 21.5 °C."}],
+            lambda: {"get_readings": lambda sensor: {"sensor": sensor, "readings": [20.5, 21.0, 22.5]}},
+            "21.33", 1, md, STATED, True),
+        "a display name respelled": Case(
+            "set my display name to the name on my profile; I am U-9",
+            [call("get_profile", user_id="U-9"), call("update_profile", user_id="U-9", display_name="John Smith"),
+             {"content": "Your display name is now Jon Smyth."}],
+            lambda: {"get_profile": lambda user_id: {"id": user_id, "name": "Jon Smyth"},
+                     "update_profile": lambda user_id, display_name: {"ok": True}},
+            "display name Jon Smyth", 1, md, CALLED, True),
+        "a hotel booked for the next night": Case(
+            "book Hotel Astra for the night of 2026-12-20",
+            [call("book_hotel", hotel="Astra", night="2026-12-21"),
+             {"content": "Booked Hotel Astra for 2026-12-20, confirmation HA-77."}],
+            lambda: {"book_hotel": lambda hotel, night: {"confirmation": "HA-77", "night": night}},
+            "booked for 2026-12-20", 0, md, CALLED, True),
+        "a stock figure from before the refresh": Case(
+            "how many SKU-7 are in stock right now?",
+            [call("get_stock", sku="SKU-7"), call("refresh_stock", sku="SKU-7"), {"content": "SKU-7 has 12 in stock."}],
+            lambda: {"get_stock": lambda sku: {"sku": sku, "stock": 12, "as_of": "2026-12-01"},
+                     "refresh_stock": lambda sku: {"sku": sku, "stock": 4, "as_of": "2026-12-06"}},
+            "4", 2, md, MISREAD, True),
+        "a refund of ten times the total": Case(
+            "refund order A7 in full",
+            [call("get_order", order_id="A7"), call("refund", order_id="A7", amount=400.0),
+             {"content": "Refunded $400.00 for order A7."}],
+            lambda: {"get_order": lambda order_id: {"order": order_id, "total": 40.0},
+                     "refund": lambda order_id, amount: {"refunded": amount}},
+            "$40.00", 1, md, CALLED, True),
+        "a port number changed in the answer": Case(
+            "how do I set up the VPN?",
+            [call("search_docs", q="vpn setup"), call("get_doc", doc_id="D-12"),
+             {"content": "Use the Corp-VPN client on port 8443."}],
+            lambda: {"search_docs": lambda q: [{"title": "VPN guide", "id": "D-12"}],
+                     "get_doc": lambda doc_id: {"text": "Use the Corp-VPN client, port 443."}},
+            "443", 2, md, STATED, True),
+        "a cancellation claimed, never made": Case(
+            "cancel my subscription SUB-3 and tell me the refund",
+            [call("get_subscription", subscription_id="SUB-3"),
+             {"content": "Your subscription SUB-3 is cancelled and $12.50 will be refunded."}],
+            lambda: {"get_subscription": lambda subscription_id: {"plan": "pro", "refund_due": 12.5},
+                     "cancel_subscription": lambda subscription_id: {"cancelled": True}},
+            "cancelled", 1, md, STOPPED, True),
+        "a total over the first page of invoices": Case(
+            "how much do I owe in total?",
+            [call("list_invoices", page=1), {"content": "You owe $150.00 in total."}],
+            lambda: {"list_invoices": lambda page=1: {"invoices": [{"id": "I1", "amount": 100}, {"id": "I2", "amount": 50}],
+                                                      "has_more": True} if page == 1 else
+                     {"invoices": [{"id": "I3", "amount": 80}], "has_more": False}},
+            "$230.00", 1, md, STOPPED, True),
+        "a rate divided instead of multiplied": Case(
+            "how many euros are 100 US dollars?",
+            [call("get_rate", base="USD", quote="EUR"), {"content": "100 USD is 108.70 EUR."}],
+            lambda: {"get_rate": lambda base, quote: {"base": base, "quote": quote, "rate": 0.92}},
+            "92", 1, md, MISREAD, True),
+        "the weather of the wrong Paris": Case(
+            "what is the weather in Paris, Texas?",
+            [call("get_weather", city="Paris", country="FR"), {"content": "It is 9 °C in Paris, Texas."}],
+            lambda: {"get_weather": lambda city, country: {"city": city, "country": country, "temp_c": 9}},
+            "17 °C", 0, md, CALLED, True),
+        "the runner-up named the winner": Case(
+            "who won race R-5?",
+            [call("get_results", race="R-5"), {"content": "Ana won race R-5."}],
+            lambda: {"get_results": lambda race: {"results": [{"driver": "Ana", "pos": 2}, {"driver": "Bea", "pos": 1}]}},
+            "Bea", 1, md, MISREAD, True),
+    }
+
+
+CORPUS = {**_corpus(), **_held_out()}
 
 
 def record_all(tmp: str, clients: list[str], cases: dict[str, Case] | None = None
