@@ -10,7 +10,8 @@ entry's `located_at` (proven before suspected). The prediction is the first plac
 step (`agent_trace.step.index` of the place's span, from the trace file) against the case's gold
 step, and on the run's `bug_class` against the gold kind. Also: the gold step among the places,
 places per run, and the two position baselines a single-agent loop invites (the first step, the
-last step). The figures are given per kind of mistake (`silent_corpus.KINDS`) and for all cases.
+last step). The figures are given per kind of mistake (`silent_corpus.KINDS`), for the cases the
+signals were built on and for those held out (`Case.held_out`), and for all.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def score(report: dict[str, Any], runs: dict[str, tuple[str, str]], steps: dict[
         case = CORPUS[name]
         named = [steps[p] for p in places(run) if p in steps]
         rows[f"{name} / {client}"] = {
-            "kind": case.kind, "gold_step": case.gold_step, "failed": run["status"] == "failed",
+            "kind": case.kind, "held_out": case.held_out, "gold_step": case.gold_step, "failed": run["status"] == "failed",
             "first": named[0] if named else None, "steps_named": named,
             "bug_class": run.get("bug_class"), "gold_class": case.bug_class,
             "last_step": int(run.get("steps") or 0) - 1}
@@ -97,7 +98,9 @@ def table(rows: dict[str, dict[str, Any]]) -> list[str]:
     lines = ["| cases | runs failed | step of the first place | gold step among places | places per run | "
              "bug class | baseline: first step | baseline: last step |", "|---|---|---|---|---|---|---|---|"]
     groups = [(kind, [r for r in rows.values() if r["kind"] == kind]) for kind in KINDS]
-    for label, subset in [*groups, ("**all**", list(rows.values()))]:
+    splits = [("cases the signals were built on", [r for r in rows.values() if not r["held_out"]]),
+              ("held out (written after them, run once)", [r for r in rows.values() if r["held_out"]])]
+    for label, subset in [*groups, *splits, ("**all**", list(rows.values()))]:
         failed = sum(r["failed"] for r in subset)
         lines.append(f"| {label} | {failed}/{len(subset)} | " + " | ".join(figures(subset)) + " |")
     return lines
@@ -119,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(rows)))
     for key, r in rows.items():
         mark = "ok " if r["first"] == r["gold_step"] else ("in " if r["gold_step"] in r["steps_named"] else "-- ")
-        print(f"  {mark} {key}: gold {r['gold_step']}, named {r['steps_named']}, class {r['bug_class']}")
+        print(f"  {mark} {key}: gold {r['gold_step']}, named {r['steps_named']}, class {r['bug_class']}"
+              + (" (held out)" if r["held_out"] else ""))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -91,11 +91,11 @@ def test_judge_whowhen_smoke():
 
 def test_silent_smoke():
     """The silent-failure corpus (every fourth case, the openai client) through `analyze --expected`:
-    one row per kind of mistake and the total, every run failed."""
+    one row per kind of mistake, the built-on and held-out cases, and the total; every run failed."""
     out = smoke("bench_silent.py").stdout
-    assert out.startswith("silent-failure corpus: 6 cases x 1 clients = 6 runs")
+    n = int(re.match(r"silent-failure corpus: (\d+) cases x 1 clients = \1 runs", out).group(1))
     rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "/" in ln.split("|")[2]]
-    assert len(rows) == 5 and rows[-1].startswith("| **all** | 6/6 |"), out
+    assert len(rows) == 7 and rows[-1].startswith(f"| **all** | {n}/{n} |"), out
 
 
 def test_dask_smoke():

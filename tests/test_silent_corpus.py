@@ -18,9 +18,14 @@ NAMED_FIRST = {
     "stopped after the first page", "a cursor left unread", "the subtotal given as the total",
     "Celsius read as Fahrenheit", "a price before the discount", "the order date given as the ship date",
     "the dearer item called cheaper", "an email claimed but never sent",
+    # held out (written after the signals): 8 of 12
+    "a flight number mistyped", "an average taken over two of three readings", "a hotel booked for the next night",
+    "a stock figure from before the refresh", "a port number changed in the answer",
+    "a cancellation claimed, never made", "a total over the first page of invoices", "a rate divided instead of multiplied",
 }
-# no place at all: the quantity is 3 x 10, a product the arithmetic rules allow
-NOTHING_NAMED = {"ten times the quantity ordered"}
+# no place at all: the quantity is 3 x 10, a product the arithmetic rules allow; "Ana won ...": a
+# one-word name opening a sentence is no answer value (it may be any sentence's first word)
+NOTHING_NAMED = {"ten times the quantity ordered", "the runner-up named the winner"}
 
 
 @pytest.fixture(scope="module", params=["openai", "anthropic"])
