@@ -120,10 +120,21 @@ def holds(expected: Any, text: Any, how: str = "auto", tolerance: float | None =
     reads it, a text as `contains` does, a pattern as `regex` does. What the analyzer asks of
     the texts a run received (`analyzer/silent/answer.py`, `answer_dropped`); the final answer itself is
     judged by `compare`."""
+    if text is None:
+        return False
     values = expected if isinstance(expected, list) else [expected]
-    way = "contains" if how == "text" else how
-    return text is not None and any(_one(value, text, "contains" if way == "auto" and as_number(value) is None
-                                         else way, tolerance)[0] for value in values)
+    return any(_one(value, text, _searched_as(value, how), tolerance)[0] for value in values)
+
+
+def _searched_as(value: Any, how: str) -> str:
+    """How a text is searched for an expected value: a text (`text`, or `auto` on what is not a
+    number) as `contains`, the rest as they are compared."""
+    return "contains" if how == "text" or (how == "auto" and as_number(value) is None) else how
+
+
+def shown(expected: Any, how: str = "auto") -> str:
+    """The expected answer as the evidence of `compare` writes it (`"$108.00"`, `/pattern/`)."""
+    return compare(expected, None, how).expected
 
 
 def _one(expected: Any, got: Any, how: str, tolerance: float | None) -> tuple[bool, str]:

@@ -33,9 +33,9 @@ from typing import Any
 
 from otel_agent_trace.analyzer.runs import Run
 from otel_agent_trace.analyzer.silent.answer import answer_dropped, answer_provenance, answer_values
+from otel_agent_trace.analyzer.silent.conversation import Turn, stated_text, task_text, turns
 from otel_agent_trace.analyzer.silent.failures import assumed_fact, contradicted_result, error_in_text
 from otel_agent_trace.analyzer.silent.suspicion import MAX_SUSPICIONS, Suspicion
-from otel_agent_trace.analyzer.silent.conversation import Turn, stated_text, task_text, turns
 from otel_agent_trace.analyzer.silent.values import made_up_value
 from otel_agent_trace.analyzer.silent.work import claimed_action, unread_page
 

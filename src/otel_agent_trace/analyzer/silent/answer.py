@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from otel_agent_trace import answers
-from otel_agent_trace.analyzer.silent.suspicion import ANSWER_DROPPED, ANSWER_PROVENANCE, Suspicion
 from otel_agent_trace.analyzer.silent.conversation import END_WORDS, Turn, final_answer, stated_text
+from otel_agent_trace.analyzer.silent.suspicion import ANSWER_DROPPED, ANSWER_PROVENANCE, Suspicion
 from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_RESULT
 
 # how much a provenance is worth by the strength of the value it follows (marked answer, number, name)
@@ -118,6 +118,10 @@ def contains(text: str, key: str, cache: dict[str, set[str]]) -> bool:
 
 
 def answer_provenance(sequence: list[Turn], task: str) -> list[Suspicion]:
+    """The turn that introduced the value the final answer rests on (`answer_values`, strongest,
+    introduced last); a result is charged to the turn that made the call, except a tool's result
+    its own caller restates as the answer: the call chose the tool and the tool the value, so the
+    answer is the decision charged."""
     agents = frozenset(t.agent.lower() for t in sequence if t.agent)
     answer, values = None, {}
     for turn in reversed(sequence):  # the last turn of the model that states a value
@@ -157,10 +161,10 @@ def answer_dropped(sequence: list[Turn], task: str, expected: Any) -> list[Suspi
     """The answer the run should have given (`expected`, an `analyzer/expected.Expectation`)
     came back in the result of a call, and the next decision of the agent that made the call is
     the final answer, which states another: the run had the right value and answered otherwise.
-    (A decision that goes on may use the value later, or rightly doubt it.) Only a result counts: a value another agent stated in a group chat is a claim the others
-    may rightly doubt (on Who&When, such turns were not where the mistake was). Nothing when the
-    task itself names the answer (a choice among options), or when the answer is too short to
-    tell from chance (`_telling`)."""
+    Not counted: a decision that goes on after the result (it may use the value later, or rightly
+    doubt it), a value another agent stated in a group chat (a claim; on Who&When such turns were
+    not where the mistake was), a task that itself names the answer (a choice among options), an
+    answer too short to tell from chance (`_telling`)."""
     if expected is None or not _telling(expected.answer):
         return []
 
@@ -177,9 +181,8 @@ def answer_dropped(sequence: list[Turn], task: str, expected: Any) -> list[Suspi
                        if not t.observation and t.agent == turn.caller.agent), None)
         if reader is not final:
             continue  # (a decision that goes on may use the value later, or rightly doubt it)
-        shown = answers.compare(expected.answer, None, expected.how).expected
         return [Suspicion(reader.span, reader.agent, ANSWER_DROPPED,
-                          f"the expected answer {shown} came back in the result of {turn.span.name}; "
+                          f"the expected answer {answers.shown(expected.answer, expected.how)} came back in the result of {turn.span.name}; "
                           f"{reader.span.name}, which read it, answers otherwise", 1.0, bug_class="model_decision",
                           seen_at=turn.span)]
     return []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from otel_agent_trace.analyzer.silent.suspicion import ASSUMED_FACT, CONTRADICTED_RESULT, ERROR_IN_TEXT, Suspicion
 from otel_agent_trace.analyzer.silent.conversation import EXECUTION, NO_CODE, Turn, stated_text
+from otel_agent_trace.analyzer.silent.suspicion import ASSUMED_FACT, CONTRADICTED_RESULT, ERROR_IN_TEXT, Suspicion
 from otel_agent_trace.detectors import classify_result
 from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_RESULT
 from otel_agent_trace.vocabulary import Outcome

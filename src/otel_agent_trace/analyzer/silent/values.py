@@ -7,8 +7,8 @@ import json
 import re
 
 from otel_agent_trace import detectors
-from otel_agent_trace.analyzer.silent.suspicion import MADE_UP_VALUE, Suspicion
 from otel_agent_trace.analyzer.silent.conversation import PAGE_DUMP, Turn, stated_text, tool_of
+from otel_agent_trace.analyzer.silent.suspicion import MADE_UP_VALUE, Suspicion
 from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_ARGUMENTS
 
 # a value a browsing agent states that no input the trace shows contained (`made_up_value`)

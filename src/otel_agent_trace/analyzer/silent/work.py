@@ -9,9 +9,10 @@ import re
 from otel_agent_trace.analyzer.lifecycle.tool_calls import tool_definitions
 from otel_agent_trace.analyzer.recovery import ACTION_TOOL
 from otel_agent_trace.analyzer.runs import Run
-from otel_agent_trace.analyzer.silent.suspicion import CLAIMED_ACTION, UNREAD_PAGE, Suspicion
 from otel_agent_trace.analyzer.silent.conversation import Turn, final_answer, stated_text, tool_of
+from otel_agent_trace.analyzer.silent.suspicion import CLAIMED_ACTION, UNREAD_PAGE, Suspicion
 from otel_agent_trace.semconv import GEN_AI_TOOL_CALL_RESULT
+
 
 def claimed_action(run: Run, sequence: list[Turn]) -> list[Suspicion]:
     """The final answer says an action was done that a tool the model was given does, and that
@@ -80,8 +81,6 @@ def _more_announced(text: str) -> str | None:
 # a result's fields that say more is to be fetched (compared lower-cased, without underscores)
 _MORE_KEYS = frozenset({"nextpage", "nextcursor", "nextpagetoken", "nexttoken", "hasmore", "more", "truncated",
                         "nextoffset", "nextlink", "next"})
-
-
 _MORE_HINT = re.compile(r"(?i)\bnext|has_?more|\bmore\b|truncated")
 
 
