@@ -359,6 +359,7 @@ def test_how_an_answer_says_a_tools_action_is_done(tool, forms):
     ("Order A1 is refunded; the customer has not been emailed yet.", False),
     ("Order A1 is refunded. I was unable to reach the mail service, so nothing was sent.", False),
     ("Order A1 is refunded; the customer will be emailed once the refund clears.", False),
+    ("Order A1 is refunded, and I'll make sure the customer is emailed today.", False),
     ("Order A1 is refunded.", False),
 ])
 def test_an_action_the_answer_claims_that_no_tool_did(server, tmp_path, answer, claimed):

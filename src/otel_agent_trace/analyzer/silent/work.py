@@ -116,5 +116,8 @@ _MESSAGE_NOUNS = frozenset({"email", "mail", "text", "message", "sms", "ping"})
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
 
+# a sentence that says the action in the negative, as a condition, or of the future (`will be emailed`,
+# `I'll make sure it is sent`, `can be paid`): no claim that it was done
 _NEGATED = re.compile(r"(?i)\b(?:not|never|no|nothing|neither|nor|unable|failed|cannot|couldn't|wasn't|hasn't|haven't|isn't|"
-                      r"aren't|weren't|won't|didn't|if|once|when|after|before|until|will|to be)\b")
+                      r"aren't|weren't|won't|didn't|if|once|when|after|before|until|will|shall|can|could|would|should|"
+                      r"may|might|going to|to be)\b|'ll\b")
