@@ -49,10 +49,10 @@ REPORTED_ABSENT = "reported_absent"
 ACTION_DONE = "action_done"
 # a tool that does something (its name's first word): its empty result acknowledges it
 ACTION_TOOL = re.compile(r"(?i)^(?:archive|delete|remove|send|update|set|create|add|cancel|close|mark|move|post|save|"
-                     r"write|upload|notify|submit|approve|assign|enable|disable|start|stop|restart|schedule|book|"
-                     r"reset|clear|rename|tag|label|publish|deploy|merge|commit|push|pay|refund|transfer|invite|share|"
-                     r"subscribe|unsubscribe|insert|put|patch|register|store|sync|lock|unlock|reply|forward|"
-                     r"acknowledge|resolve|reopen|pin|unpin|star|like|follow|unfollow|block|unblock|mute|unmute)(?:[_\-.]|[A-Z]|$)")
+                         r"write|upload|notify|submit|approve|assign|enable|disable|start|stop|restart|schedule|book|"
+                         r"reset|clear|rename|tag|label|publish|deploy|merge|commit|push|pay|refund|transfer|invite|share|"
+                         r"subscribe|unsubscribe|insert|put|patch|register|store|sync|lock|unlock|reply|forward|"
+                         r"acknowledge|resolve|reopen|pin|unpin|star|like|follow|unfollow|block|unblock|mute|unmute)(?:[_\-.]|[A-Z]|$)")
 # an error result saying that what was asked for is not there
 _NOT_FOUND = re.compile(r"(?i)\bnot[ _]found\b|\b404\b|\bno such\b|\bdoes(?:n't| not) exist\b")
 # an answer saying that nothing was found

@@ -23,7 +23,7 @@ def claimed_action(run: Run, sequence: list[Turn]) -> list[Suspicion]:
     defined = tool_definitions(run) if final is not None else None
     if not defined:
         return []
-    called = set(run.tool_names)
+    called = {tool_of(tool) for tool in run.tools}  # (as definitions name them: no `execute_tool ` prefix)
     text = stated_text(final.text)
     for name in sorted(defined):
         if name in called or not ACTION_TOOL.match(name):
